@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Builds the control-plane binaries from Go modules at the versions pinned in hack/versions.env
+# and caches them under $FABRICFIT_CACHE/<component>-<version>/bin. A component whose binaries
+# are already cached is skipped, so a second run costs seconds.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=/dev/null
+source "$here/versions.env"
+cache=${FABRICFIT_CACHE:-$HOME/.cache/fabricfit}
+export GOFLAGS="${GOFLAGS:-} -mod=mod"
+export CGO_ENABLED=0
+
+say() { printf '[build] %s\n' "$*" >&2; }
+die() { printf 'hack/cluster build: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH (Go 1.23+ is needed to build the control plane)"
+
+have() { # have <dir> <binary>...
+  local dir=$1; shift
+  for b in "$@"; do [ -x "$dir/bin/$b" ] || return 1; done
+}
+
+finish() { # finish <tmpdir> <dir>: atomically publish a finished build
+  rm -rf "$2"; mv "$1" "$2"
+}
+
+build_kubernetes() {
+  local v=$KUBERNETES_VERSION dir="$cache/kubernetes-$KUBERNETES_VERSION"
+  if have "$dir" kube-apiserver kube-controller-manager kube-scheduler kubectl; then
+    say "kubernetes $v: cached"; return; fi
+  local minor=${v#v1.}; minor=${minor%%.*}
+  local staging="v0.${v#v1.}"
+  local src="$cache/src/kubernetes-$v" tmp="$dir.tmp"
+  rm -rf "$src" "$tmp"; mkdir -p "$src" "$tmp/bin"
+  say "kubernetes $v: resolving modules (staging $staging)"
+  (
+    cd "$src"
+    go mod init local.fabricfit/k8sbin >/dev/null 2>&1
+    go mod edit -require="k8s.io/kubernetes@$v"
+    # Every k8s.io/* module that k8s.io/kubernetes requires at v0.0.0 is a staging module that
+    # its own go.mod replaces with a local path; re-pin each to the published tag instead.
+    gomod=$(go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    [ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$v"
+    for m in $(grep -oE 'k8s\.io/[a-z0-9-]+ v0\.0\.0' "$gomod" | awk '{print $1}' | sort -u); do
+      go mod edit -replace="$m=$m@$staging"
+    done
+    cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    go mod tidy >/dev/null 2>"$src/tidy.log" || { cat "$src/tidy.log" >&2; die "go mod tidy failed for kubernetes $v"; }
+    local ld="-s -w -X k8s.io/component-base/version.gitVersion=$v"
+    ld="$ld -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+    ld="$ld -X k8s.io/component-base/version.gitTreeState=clean"
+    ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$v"
+    ld="$ld -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+    say "kubernetes $v: compiling kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (10-25 min cold)"
+    go build -trimpath -ldflags "$ld" -o "$tmp/bin/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  )
+  finish "$tmp" "$dir"
+  say "kubernetes $v: done"
+}
+
+build_etcd() {
+  local v=$ETCD_VERSION dir="$cache/etcd-$ETCD_VERSION"
+  if have "$dir" etcd; then say "etcd $v: cached"; return; fi
+  local src="$cache/src/etcd-$v" tmp="$dir.tmp"
+  rm -rf "$src" "$tmp"; mkdir -p "$src" "$tmp/bin"
+  say "etcd $v: compiling"
+  (
+    cd "$src"
+    go mod init local.fabricfit/etcdbin >/dev/null 2>&1
+    go mod edit -require="go.etcd.io/etcd/server/v3@$v"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > tools.go
+    go mod tidy >/dev/null 2>"$src/tidy.log" || { cat "$src/tidy.log" >&2; die "go mod tidy failed for etcd $v"; }
+    go build -trimpath -ldflags "-s -w" -o "$tmp/bin/etcd" go.etcd.io/etcd/server/v3
+  )
+  finish "$tmp" "$dir"
+  say "etcd $v: done"
+}
+
+build_kwok() {
+  local v=$KWOK_VERSION dir="$cache/kwok-$KWOK_VERSION"
+  if have "$dir" kwok && [ -f "$dir/stages.yaml" ]; then say "kwok $v: cached"; return; fi
+  local tmp="$dir.tmp"
+  rm -rf "$tmp"; mkdir -p "$tmp/bin"
+  say "kwok $v: compiling"
+  GOBIN="$tmp/bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$v"
+  # kwok >= 0.8 ships no built-in stages: assemble the "fast" node and pod stages from the
+  # module source (they are not copied into this repository).
+  local modsrc
+  modsrc=$(go mod download -json "sigs.k8s.io/kwok@$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -d "$modsrc/kustomize/stage" ] || die "kwok $v module has no kustomize/stage directory"
+  {
+    for f in "$modsrc/kustomize/stage/node/fast/node-initialize.yaml" \
+             "$modsrc/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+             "$modsrc"/kustomize/stage/pod/fast/*.yaml; do
+      [ -f "$f" ] || continue
+      printf -- '---\n'; grep -v '^---$' "$f"
+    done
+  } > "$tmp/stages.yaml"
+  finish "$tmp" "$dir"
+  say "kwok $v: done"
+}
+
+build_helm() {
+  local v=$HELM_VERSION dir="$cache/helm-$HELM_VERSION"
+  if have "$dir" helm; then say "helm $v: cached"; return; fi
+  local tmp="$dir.tmp" major=${v%%.*}
+  rm -rf "$tmp"; mkdir -p "$tmp/bin"
+  say "helm $v: compiling"
+  GOBIN="$tmp/bin" go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$v" "helm.sh/helm/$major/cmd/helm@$v"
+  finish "$tmp" "$dir"
+  say "helm $v: done"
+}
+
+main() {
+  mkdir -p "$cache"
+  local started=$SECONDS
+  build_etcd
+  build_kwok
+  build_helm
+  build_kubernetes
+  say "all binaries ready in $cache ($((SECONDS - started)) s)"
+}
+
+main "$@"

@@ -1,0 +1,1 @@
+"""The contract with the outside world: CRD models, label and annotation keys."""

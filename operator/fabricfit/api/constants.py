@@ -1,0 +1,55 @@
+"""Names other components rely on: API group, label keys, annotation keys, scheduling gate.
+
+Keep these exact; they are part of fabricfit's public contract (see docs/design.md).
+"""
+
+from typing import Final
+
+GROUP: Final = "fabricfit.dev"
+VERSION: Final = "v1alpha1"
+KIND: Final = "TrainingTopology"
+PLURAL: Final = "trainingtopologies"
+SINGULAR: Final = "trainingtopology"
+SHORT_NAME: Final = "tt"
+
+# Native node labels (every key optional).
+LABEL_PREFIX: Final = "topology.fabricfit.dev/"
+LABEL_NVLINK_DOMAIN: Final = LABEL_PREFIX + "nvlink-domain"
+LABEL_RAIL_GROUP: Final = LABEL_PREFIX + "rail-group"
+LABEL_RACK: Final = LABEL_PREFIX + "rack"
+LABEL_SPINE: Final = LABEL_PREFIX + "spine"
+LABEL_RAILS: Final = LABEL_PREFIX + "rails"
+LABEL_FABRIC: Final = LABEL_PREFIX + "fabric"
+
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+
+# Scheduling gate fabricfit puts on pod templates in `pinned` mode.
+SCHEDULING_GATE: Final = "fabricfit.dev/placement"
+
+# Kueue keys (exact names; see reference/kueue-tas.md).
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+KUEUE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_SLICE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE: Final = "kueue.x-k8s.io/podset-slice-size"
+
+# Index labels that carry a pod's rank-block index, per workload kind.
+JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
+JOBSET_JOB_INDEX_LABEL: Final = "jobset.sigs.k8s.io/job-index"
+KUBEFLOW_REPLICA_INDEX_LABEL: Final = "training.kubeflow.org/replica-index"
+LWS_WORKER_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/worker-index"
+
+FABRIC_PRESETS: Final = (
+    "dgx-a100",
+    "dgx-h100",
+    "dgx-h200",
+    "dgx-b200",
+    "gb200-nvl72",
+    "tpu-v4",
+    "tpu-v5p",
+    "tpu-v5e",
+)
+LABEL_SCHEMES: Final = ("auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave")
+PARALLELISM_DIMENSIONS: Final = ("tensor", "context", "expert", "data", "pipeline")
+DEFAULT_RANK_ORDER: Final = "tp-cp-ep-dp-pp"

@@ -1,0 +1,145 @@
+"""Pydantic models of the TrainingTopology spec and status: the CRD boundary.
+
+Field names in YAML/JSON are camelCase (Kubernetes convention); Python attributes are snake_case.
+Models are frozen and reject unknown fields, so a typo in a spec is an error, not a silent default.
+The CRD schema in ``crds/`` is generated from these models (``fabricfit crd``); bounds declared
+here are enforced twice: by the API server (schema, CEL) and by pydantic when the operator or the
+CLI parses a spec.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from fabricfit.api.constants import DEFAULT_RANK_ORDER
+
+MAX_PARALLELISM = 65536
+MAX_GPUS_PER_POD = 64
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+RANK_ORDER_PATTERN = r"^(tp|cp|ep|dp|pp)(-(tp|cp|ep|dp|pp)){4}$"
+
+
+class SpecModel(BaseModel):
+    """Base for spec models: camelCase aliases, frozen, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="forbid",
+    )
+
+
+class WorkloadRef(SpecModel):
+    """The workload whose pods carry the ranks: an Indexed Job, JobSet, PyTorchJob,
+    LeaderWorkerSet, or plain Pods selected by label (``kind: Pod``)."""
+
+    api_version: str = Field(min_length=1, max_length=253, description="apiVersion of the workload, e.g. batch/v1.")
+    kind: str = Field(min_length=1, max_length=63, description="Kind of the workload: Job, JobSet, PyTorchJob, LeaderWorkerSet or Pod.")
+    name: str = Field(
+        default="",
+        max_length=253,
+        description="Name of the workload (empty for kind Pod, which uses podSelector).",
+    )
+    pod_selector: dict[str, str] | None = Field(
+        default=None,
+        max_length=16,
+        description="For kind Pod: labels selecting the workload's pods.",
+    )
+    index_label: str | None = Field(
+        default=None,
+        max_length=317,
+        description="For kind Pod: the pod label that carries the pod's index (0..pods-1).",
+    )
+
+
+class Parallelism(SpecModel):
+    """Sizes of the parallelism dimensions. World size = tensor·pipeline·data·context; expert
+    parallelism is carved out of data parallelism, so expert must divide data."""
+
+    tensor: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Tensor-parallel group size.")
+    pipeline: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Number of pipeline stages.")
+    data: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Data-parallel replicas.")
+    expert: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Expert-parallel group size (divides data).")
+    context: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Context-parallel group size.")
+
+    @property
+    def world_size(self) -> int:
+        return self.tensor * self.pipeline * self.data * self.context
+
+
+class ModelShape(SpecModel):
+    """The model being trained; drives message sizes. All fields optional with defaults that
+    describe a mid-size dense transformer."""
+
+    parameters: int = Field(default=7_000_000_000, ge=1, le=10**15, description="Total parameters.")
+    hidden_size: int = Field(default=4096, ge=1, le=1_048_576, description="Hidden dimension.")
+    layers: int = Field(default=32, ge=1, le=100_000, description="Transformer layers.")
+    sequence_length: int = Field(default=4096, ge=1, le=16_777_216, description="Tokens per sequence.")
+    micro_batch_size: int = Field(default=1, ge=1, le=65_536, description="Sequences per micro-batch.")
+    micro_batches: int = Field(default=8, ge=1, le=1_048_576, description="Micro-batches per step (per pipeline).")
+    bytes_per_element: int = Field(default=2, ge=1, le=8, description="Bytes per activation/gradient element.")
+    experts: int = Field(default=0, ge=0, le=65_536, description="Experts per MoE layer (0 = dense).")
+    top_k: int = Field(default=0, ge=0, le=1024, description="Experts each token is routed to.")
+    zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP).")
+
+
+class PlacementPolicy(SpecModel):
+    """How the plan is applied and which locality goals are hard requirements."""
+
+    mode: Literal["pinned", "kueue-tas", "advisory"] = Field(
+        default="pinned",
+        description="pinned: per-pod node via scheduling gate; kueue-tas: Kueue TAS annotations; advisory: report only.",
+    )
+    tensor: Literal["Required", "Preferred"] = Field(
+        default="Required", description="Keep each tensor-parallel group inside one NVLink domain."
+    )
+    data: Literal["Required", "Preferred"] = Field(
+        default="Preferred", description="Keep data-parallel peers inside one rail group."
+    )
+
+
+class TrainingTopologySpec(SpecModel):
+    """Spec of a TrainingTopology: which workload, how it is parallelised, and the model."""
+
+    workload_ref: WorkloadRef | None = Field(default=None, description="The workload to place (required by the operator).")
+    gpus_per_pod: int = Field(default=8, ge=1, le=MAX_GPUS_PER_POD, description="GPUs each pod requests.")
+    parallelism: Parallelism = Field(default_factory=Parallelism)
+    rank_order: str = Field(
+        default=DEFAULT_RANK_ORDER,
+        pattern=RANK_ORDER_PATTERN,
+        description="Order of dimensions in the global rank, fastest first (Megatron: tp-cp-ep-dp-pp).",
+    )
+    model: ModelShape | None = Field(default=None, description="Model shape; drives message sizes.")
+    fabric: str | None = Field(
+        default=None,
+        max_length=63,
+        pattern=DNS_LABEL_PATTERN,
+        description="Fabric preset or profile name; defaults to the node label or the operator default.",
+    )
+    label_scheme: Literal["auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave"] = Field(
+        default="auto", description="Which node labels describe the fabric."
+    )
+    queue_name: str | None = Field(
+        default=None, max_length=63, pattern=DNS_LABEL_PATTERN, description="Kueue LocalQueue to submit to."
+    )
+    placement: PlacementPolicy = Field(default_factory=PlacementPolicy)
+
+    @model_validator(mode="after")
+    def _check_rank_order(self) -> TrainingTopologySpec:
+        dims = self.rank_order.split("-")
+        if sorted(dims) != sorted(["tp", "cp", "ep", "dp", "pp"]):
+            raise ValueError("rankOrder must name each of tp, cp, ep, dp, pp exactly once")
+        return self
+
+    @property
+    def world_size(self) -> int:
+        return self.parallelism.world_size
+
+    @property
+    def pods(self) -> int:
+        """Pods the workload needs (world size ÷ gpusPerPod, rounded up)."""
+        return -(-self.world_size // self.gpus_per_pod)
