@@ -1,0 +1,79 @@
+"""Kubernetes resource quantities, as far as counting GPUs needs them (pure).
+
+Theory of operation
+-------------------
+The API server stores quantities as strings in canonical form ("8"), but hand-edited dumps and
+other tools produce "8.0", "8e0", 8 (a YAML int) or garbage. A quantity is parsed exactly with
+:class:`decimal.Decimal` (no float rounding), then accepted as a GPU count only when it is a
+whole number in ``[0, MAX_GPUS_PER_NODE]``; anything else yields 0 GPUs and a problem string, so a
+single bad node never takes the snapshot down and never invents capacity.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+# Far above any real node (time-sliced GPUs advertise replicas × GPUs), low enough to catch
+# "8k" or "8Gi" typos.
+MAX_GPUS_PER_NODE = 4096
+
+_QUANTITY = re.compile(
+    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]{1,4})?$"
+)
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def parse_quantity(text: str) -> Decimal | None:
+    """The exact value of a Kubernetes quantity string, or None when it is not one."""
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        return None
+    try:
+        number = Decimal(match.group("number"))
+    except InvalidOperation:  # pragma: no cover - the regex admits only valid decimals
+        return None
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        return number * (Decimal(1024) ** _BINARY[suffix])
+    if suffix in _DECIMAL:
+        return number.scaleb(_DECIMAL[suffix])
+    if suffix:
+        return number.scaleb(int(suffix[1:]))
+    return number
+
+
+def parse_gpu_count(value: object) -> tuple[int, str | None]:
+    """(GPU count, problem) for a quantity from ``allocatable`` or a container's resources.
+
+    Absent means 0 without a problem; anything unusable means 0 with a problem.
+    """
+    if value is None:
+        return 0, None
+    if isinstance(value, bool):
+        return 0, f"quantity {value!r} is not a number"
+    if isinstance(value, int):
+        exact: Decimal | None = Decimal(value)
+    elif isinstance(value, float):
+        exact = Decimal(repr(value)) if math.isfinite(value) else None
+    elif isinstance(value, str):
+        exact = parse_quantity(value)
+    else:
+        exact = None
+    if exact is None:
+        return 0, f"quantity {_shorten(value)} is not a Kubernetes quantity"
+    if exact < 0:
+        return 0, f"quantity {_shorten(value)} is negative"
+    if exact != exact.to_integral_value():
+        return 0, f"quantity {_shorten(value)} is not a whole number of GPUs"
+    if exact > MAX_GPUS_PER_NODE:
+        return 0, f"quantity {_shorten(value)} exceeds {MAX_GPUS_PER_NODE} GPUs"
+    return int(exact), None
+
+
+def _shorten(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,105 @@
+"""Label schemes: map a node's labels onto fabricfit's tiers (pure).
+
+Theory of operation
+-------------------
+A scheme is a reader ``labels -> Reading`` plus the keys that reveal it. ``auto`` picks, once
+per cluster and from the keys any node carries, at most one *provider* scheme by fixed
+precedence (:data:`PROVIDER_PRECEDENCE`), and puts ``native`` on top of it when any node carries
+native tier keys: per node and per level the native label wins and the provider fills the rest.
+Topograph outranks the cloud schemes because a cluster only carries its labels when someone
+installed it to describe the fabric; the clouds are mutually exclusive in practice and ordered
+by how much they describe; ``gfd`` (NVLink only) comes last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from fabricfit.fabric.schemes.base import LabelScheme, RawTiers, Reading
+from fabricfit.fabric.schemes.clouds import COREWEAVE, EKS, GKE, OKE
+from fabricfit.fabric.schemes.native import GFD, NATIVE
+from fabricfit.fabric.schemes.topograph import TOPOGRAPH
+
+SCHEMES: Mapping[str, LabelScheme] = {
+    s.name: s for s in (NATIVE, TOPOGRAPH, GFD, GKE, EKS, OKE, COREWEAVE)
+}
+PROVIDER_PRECEDENCE = ("topograph", "gke", "eks", "oke", "coreweave", "gfd")
+AUTO = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The schemes a cluster is read with: ``native`` overlay (optional) and one provider."""
+
+    name: str
+    native: bool
+    provider: LabelScheme | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReading:
+    """A node's merged tiers, plus the provider's own tiers when native overrode some of them."""
+
+    tiers: RawTiers
+    problems: tuple[str, ...]
+    native: RawTiers | None = None
+    provider: RawTiers | None = None
+
+
+def detect(label_sets: Iterable[Mapping[str, str]]) -> Resolution:
+    """The ``auto`` choice for a cluster whose nodes carry ``label_sets`` (order-independent)."""
+    present = {name for labels in label_sets for name, s in SCHEMES.items() if s.matches(labels)}
+    provider = next((SCHEMES[n] for n in PROVIDER_PRECEDENCE if n in present), None)
+    native = "native" in present
+    name = "native" if native or provider is None else provider.name
+    return Resolution(name=name, native=native, provider=provider)
+
+
+def resolve(scheme: str, label_sets: Iterable[Mapping[str, str]]) -> Resolution:
+    """Resolution for an explicit scheme name; ``auto`` (and unknown names) detect."""
+    if scheme == "native":
+        return Resolution(name="native", native=True, provider=None)
+    if scheme in SCHEMES:
+        return Resolution(name=scheme, native=False, provider=SCHEMES[scheme])
+    return detect(label_sets)
+
+
+def read_node(resolution: Resolution, labels: Mapping[str, str]) -> NodeReading:
+    """One node's tiers under ``resolution``."""
+    native = NATIVE.read(labels) if resolution.native else None
+    provider = resolution.provider.read(labels) if resolution.provider else None
+    if native is None or provider is None:
+        only = native or provider or Reading()
+        return NodeReading(tiers=only.tiers, problems=only.problems)
+    merged = RawTiers(
+        spine=_first(native.tiers.spine, provider.tiers.spine),
+        rail_group=_first(native.tiers.rail_group, provider.tiers.rail_group),
+        rack=_first(native.tiers.rack, provider.tiers.rack),
+        nvlink_domain=_first(native.tiers.nvlink_domain, provider.tiers.nvlink_domain),
+    )
+    return NodeReading(
+        tiers=merged,
+        problems=native.problems + provider.problems,
+        native=native.tiers,
+        provider=provider.tiers,
+    )
+
+
+def _first(preferred: str | None, fallback: str | None) -> str | None:
+    return preferred if preferred is not None else fallback
+
+
+__all__ = [
+    "AUTO",
+    "PROVIDER_PRECEDENCE",
+    "SCHEMES",
+    "LabelScheme",
+    "NodeReading",
+    "RawTiers",
+    "Reading",
+    "Resolution",
+    "detect",
+    "read_node",
+    "resolve",
+]

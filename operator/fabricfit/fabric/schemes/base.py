@@ -1,0 +1,153 @@
+"""What every label scheme produces: the *raw* tiers of one node, before qualification.
+
+Theory of operation
+-------------------
+A scheme reader looks only at one node's labels and answers "which spine, rail group, rack and
+NVLink domain does this node name?" with the label values as they are (unqualified). Providers
+describe their switch hierarchy as an ordered list of levels; :func:`chain_from_finest` turns
+that list (finest first, gaps allowed) into the two tiers fabricfit models: the finest level is
+the rail group (the set of leaves one hop apart), the next one the spine, and every level above
+the spine is folded into the spine's path so that equal spine names under different cores stay
+different. Readers never raise: a bad value becomes a problem string and the level is absent.
+Qualification by parent levels happens later, in :mod:`fabricfit.fabric.places`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Kubernetes label values: at most 63 characters, alphanumerics at both ends, [-_.] inside.
+# They can never contain "/" or ":", which is what makes qualified ids unambiguous.
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+@dataclass(frozen=True, slots=True)
+class RawTiers:
+    """One node's tiers as its labels name them; ``spine`` is a "/"-joined path, coarse first."""
+
+    spine: str | None = None
+    rail_group: str | None = None
+    rack: str | None = None
+    nvlink_domain: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A scheme's answer for one node: tiers plus human-readable problems found on the way."""
+
+    tiers: RawTiers = RawTiers()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelScheme:
+    """A named reader. ``keys``/``prefixes`` are what auto-detection looks for on nodes."""
+
+    name: str
+    read: Callable[[Mapping[str, str]], Reading]
+    keys: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True when the node carries at least one key this scheme reads."""
+        return any(key in self.keys or key.startswith(self.prefixes) for key in labels)
+
+
+@dataclass
+class ProblemLog:
+    """Mutable collector used while one reader runs; frozen into ``Reading.problems``."""
+
+    problems: list[str] = field(default_factory=list)
+
+    def value(self, labels: Mapping[str, str], key: str) -> str | None:
+        """The label's value when present and legal; empty counts as absent (k8s allows it)."""
+        raw = labels.get(key)
+        if raw is None or raw == "":
+            return None
+        if not is_label_value(raw):
+            self.problems.append(f"label {key}={raw!r} is not a valid label value; ignored")
+            return None
+        return raw
+
+    def reading(self, tiers: RawTiers) -> Reading:
+        # Readers may look at a shared key twice (topograph generations); report it once.
+        return Reading(tiers=tiers, problems=tuple(dict.fromkeys(self.problems)))
+
+
+def is_label_value(value: object) -> bool:
+    """Whether ``value`` may be used as (part of) a tier id."""
+    return isinstance(value, str) and _LABEL_VALUE.match(value) is not None
+
+
+def chain_from_finest(
+    levels: Sequence[tuple[str, str | None]], log: ProblemLog
+) -> tuple[str | None, str | None]:
+    """(spine path, rail group) from switch levels ordered finest first.
+
+    A missing level in the middle (e.g. tier-0 and tier-2 but no tier-1) leaves us unable to say
+    which value is the spine, so only the contiguous run starting at the finest present level is
+    used and the rest is reported.
+    """
+    present = [i for i, (_, value) in enumerate(levels) if value is not None]
+    if not present:
+        return None, None
+    start = present[0]
+    run: list[str] = []
+    for _key, value in levels[start:]:
+        if value is None:
+            break
+        run.append(value)
+    skipped = [key for key, value in levels[start + len(run) :] if value is not None]
+    if skipped:
+        missing = levels[start + len(run)][0]
+        log.problems.append(
+            f"switch tier {missing} is missing below {', '.join(skipped)}; "
+            "ignoring the tiers above the gap"
+        )
+    rail_group = run[0]
+    spine = "/".join(reversed(run[1:])) or None
+    return spine, rail_group
+
+
+def clique_domain(labels: Mapping[str, str], log: ProblemLog) -> tuple[str | None, str | None]:
+    """(rack, NVLink domain) from GFD's ``nvidia.com/gpu.clique`` = ``<ClusterUUID>.<CliqueID>``.
+
+    The whole value is the NVLink *partition* (Fabric Manager isolates partitions from each
+    other, so only GPUs of one clique can talk over NVLink); the ClusterUUID is the physical
+    NVL rack, which may be cut into several partitions. Hence rack = ClusterUUID ⊇ domain.
+    """
+    clique = log.value(labels, GPU_CLIQUE_LABEL)
+    if clique is None:
+        return None, None
+    cluster_uuid, dot, clique_id = clique.rpartition(".")
+    if not dot or not cluster_uuid or not clique_id:
+        log.problems.append(
+            f"label {GPU_CLIQUE_LABEL}={clique!r} is not <ClusterUUID>.<CliqueID>; "
+            "using it as the NVLink domain without a rack"
+        )
+        return None, clique
+    return cluster_uuid, clique
+
+
+def fill_from_clique(tiers: RawTiers, labels: Mapping[str, str], log: ProblemLog) -> RawTiers:
+    """``tiers`` with the NVLink domain (and rack) taken from ``gpu.clique`` when unset.
+
+    Provider network labels rarely describe NVLink, while the clique is hardware truth reported
+    by Fabric Manager, so provider schemes use it as their NVLink-domain fallback.
+    """
+    if tiers.nvlink_domain is not None:
+        return tiers
+    rack, domain = clique_domain(labels, log)
+    if domain is None:
+        return tiers
+    return RawTiers(
+        spine=tiers.spine,
+        rail_group=tiers.rail_group,
+        rack=tiers.rack if tiers.rack is not None else rack,
+        nvlink_domain=domain,
+    )
