@@ -9,17 +9,34 @@ CLI parses a spec.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from fabricfit.api.constants import DEFAULT_RANK_ORDER
+from fabricfit.api.rules import (
+    MODEL_SHAPE_RULES,
+    PARALLELISM_RULES,
+    SPEC_RULES,
+    WORKLOAD_REF_RULES,
+)
 
 MAX_PARALLELISM = 65536
 MAX_GPUS_PER_POD = 64
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RANK_ORDER_PATTERN = r"^(tp|cp|ep|dp|pp)(-(tp|cp|ep|dp|pp)){4}$"
+# A DNS subdomain (RFC 1123) or the empty string (the default of workloadRef.name).
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+OPTIONAL_DNS_SUBDOMAIN_PATTERN = rf"^({_DNS_SUBDOMAIN})?$"
+# A label key: optional DNS-subdomain prefix and "/", then a name of 1-63 characters.
+LABEL_KEY_PATTERN = rf"^({_DNS_SUBDOMAIN}/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+API_VERSION_PATTERN = rf"^({_DNS_SUBDOMAIN}/)?v[0-9]+((alpha|beta)[0-9]+)?$"
+KIND_PATTERN = r"^[A-Z][A-Za-z0-9]*$"
+LabelScheme = Literal["auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave"]
+LabelValue = Annotated[
+    str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+]
 
 
 class SpecModel(BaseModel):
@@ -37,14 +54,27 @@ class WorkloadRef(SpecModel):
     """The workload whose pods carry the ranks: an Indexed Job, JobSet, PyTorchJob,
     LeaderWorkerSet, or plain Pods selected by label (``kind: Pod``)."""
 
-    api_version: str = Field(min_length=1, max_length=253, description="apiVersion of the workload, e.g. batch/v1.")
-    kind: str = Field(min_length=1, max_length=63, description="Kind of the workload: Job, JobSet, PyTorchJob, LeaderWorkerSet or Pod.")
+    model_config = ConfigDict(json_schema_extra=WORKLOAD_REF_RULES)
+
+    api_version: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=API_VERSION_PATTERN,
+        description="apiVersion of the workload, e.g. batch/v1.",
+    )
+    kind: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=KIND_PATTERN,
+        description="Kind of the workload: Job, JobSet, PyTorchJob, LeaderWorkerSet or Pod.",
+    )
     name: str = Field(
         default="",
         max_length=253,
+        pattern=OPTIONAL_DNS_SUBDOMAIN_PATTERN,
         description="Name of the workload (empty for kind Pod, which uses podSelector).",
     )
-    pod_selector: dict[str, str] | None = Field(
+    pod_selector: dict[str, LabelValue] | None = Field(
         default=None,
         max_length=16,
         description="For kind Pod: labels selecting the workload's pods.",
@@ -52,6 +82,7 @@ class WorkloadRef(SpecModel):
     index_label: str | None = Field(
         default=None,
         max_length=317,
+        pattern=LABEL_KEY_PATTERN,
         description="For kind Pod: the pod label that carries the pod's index (0..pods-1).",
     )
 
@@ -60,11 +91,24 @@ class Parallelism(SpecModel):
     """Sizes of the parallelism dimensions. World size = tensor·pipeline·data·context; expert
     parallelism is carved out of data parallelism, so expert must divide data."""
 
-    tensor: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Tensor-parallel group size.")
-    pipeline: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Number of pipeline stages.")
+    model_config = ConfigDict(json_schema_extra=PARALLELISM_RULES)
+
+    tensor: int = Field(
+        default=1, ge=1, le=MAX_PARALLELISM, description="Tensor-parallel group size."
+    )
+    pipeline: int = Field(
+        default=1, ge=1, le=MAX_PARALLELISM, description="Number of pipeline stages."
+    )
     data: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Data-parallel replicas.")
-    expert: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Expert-parallel group size (divides data).")
-    context: int = Field(default=1, ge=1, le=MAX_PARALLELISM, description="Context-parallel group size.")
+    expert: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARALLELISM,
+        description="Expert-parallel group size (divides data).",
+    )
+    context: int = Field(
+        default=1, ge=1, le=MAX_PARALLELISM, description="Context-parallel group size."
+    )
 
     @property
     def world_size(self) -> int:
@@ -75,14 +119,26 @@ class ModelShape(SpecModel):
     """The model being trained; drives message sizes. All fields optional with defaults that
     describe a mid-size dense transformer."""
 
+    model_config = ConfigDict(json_schema_extra=MODEL_SHAPE_RULES)
+
     parameters: int = Field(default=7_000_000_000, ge=1, le=10**15, description="Total parameters.")
     hidden_size: int = Field(default=4096, ge=1, le=1_048_576, description="Hidden dimension.")
     layers: int = Field(default=32, ge=1, le=100_000, description="Transformer layers.")
-    sequence_length: int = Field(default=4096, ge=1, le=16_777_216, description="Tokens per sequence.")
-    micro_batch_size: int = Field(default=1, ge=1, le=65_536, description="Sequences per micro-batch.")
-    micro_batches: int = Field(default=8, ge=1, le=1_048_576, description="Micro-batches per step (per pipeline).")
-    bytes_per_element: int = Field(default=2, ge=1, le=8, description="Bytes per activation/gradient element.")
-    experts: int = Field(default=0, ge=0, le=65_536, description="Experts per MoE layer (0 = dense).")
+    sequence_length: int = Field(
+        default=4096, ge=1, le=16_777_216, description="Tokens per sequence."
+    )
+    micro_batch_size: int = Field(
+        default=1, ge=1, le=65_536, description="Sequences per micro-batch."
+    )
+    micro_batches: int = Field(
+        default=8, ge=1, le=1_048_576, description="Micro-batches per step (per pipeline)."
+    )
+    bytes_per_element: int = Field(
+        default=2, ge=1, le=8, description="Bytes per activation/gradient element."
+    )
+    experts: int = Field(
+        default=0, ge=0, le=65_536, description="Experts per MoE layer (0 = dense)."
+    )
     top_k: int = Field(default=0, ge=0, le=1024, description="Experts each token is routed to.")
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP).")
 
@@ -92,7 +148,10 @@ class PlacementPolicy(SpecModel):
 
     mode: Literal["pinned", "kueue-tas", "advisory"] = Field(
         default="pinned",
-        description="pinned: per-pod node via scheduling gate; kueue-tas: Kueue TAS annotations; advisory: report only.",
+        description=(
+            "pinned: per-pod node via scheduling gate; kueue-tas: Kueue TAS annotations;"
+            " advisory: report only."
+        ),
     )
     tensor: Literal["Required", "Preferred"] = Field(
         default="Required", description="Keep each tensor-parallel group inside one NVLink domain."
@@ -105,28 +164,47 @@ class PlacementPolicy(SpecModel):
 class TrainingTopologySpec(SpecModel):
     """Spec of a TrainingTopology: which workload, how it is parallelised, and the model."""
 
-    workload_ref: WorkloadRef | None = Field(default=None, description="The workload to place (required by the operator).")
-    gpus_per_pod: int = Field(default=8, ge=1, le=MAX_GPUS_PER_POD, description="GPUs each pod requests.")
-    parallelism: Parallelism = Field(default_factory=Parallelism)
+    model_config = ConfigDict(json_schema_extra=SPEC_RULES)
+
+    workload_ref: WorkloadRef | None = Field(
+        default=None, description="The workload to place (required by the operator)."
+    )
+    gpus_per_pod: int = Field(
+        default=8, ge=1, le=MAX_GPUS_PER_POD, description="GPUs each pod requests."
+    )
+    parallelism: Parallelism = Field(
+        default_factory=Parallelism,
+        description="Parallelism sizes; world size = tensor·pipeline·data·context.",
+    )
     rank_order: str = Field(
         default=DEFAULT_RANK_ORDER,
         pattern=RANK_ORDER_PATTERN,
-        description="Order of dimensions in the global rank, fastest first (Megatron: tp-cp-ep-dp-pp).",
+        description=(
+            "Order of dimensions in the global rank, fastest first (Megatron: tp-cp-ep-dp-pp)."
+        ),
     )
     model: ModelShape | None = Field(default=None, description="Model shape; drives message sizes.")
     fabric: str | None = Field(
         default=None,
         max_length=63,
         pattern=DNS_LABEL_PATTERN,
-        description="Fabric preset or profile name; defaults to the node label or the operator default.",
+        description=(
+            "Fabric preset or profile name; defaults to the node label or the operator default."
+        ),
     )
-    label_scheme: Literal["auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave"] = Field(
+    label_scheme: LabelScheme = Field(
         default="auto", description="Which node labels describe the fabric."
     )
     queue_name: str | None = Field(
-        default=None, max_length=63, pattern=DNS_LABEL_PATTERN, description="Kueue LocalQueue to submit to."
+        default=None,
+        max_length=63,
+        pattern=DNS_LABEL_PATTERN,
+        description="Kueue LocalQueue to submit to.",
     )
-    placement: PlacementPolicy = Field(default_factory=PlacementPolicy)
+    placement: PlacementPolicy = Field(
+        default_factory=PlacementPolicy,
+        description="How the plan is applied and which locality goals are hard requirements.",
+    )
 
     @model_validator(mode="after")
     def _check_rank_order(self) -> TrainingTopologySpec:

@@ -1,0 +1,243 @@
+"""Pydantic models of the TrainingTopology status, plus the pure condition helpers.
+
+The operator is the only writer of ``status``. Conditions follow ``metav1.Condition`` (type,
+status, reason, message, lastTransitionTime, observedGeneration), so kubectl, Kueue-style
+tooling and ``kubectl wait --for=condition=Placed`` work unchanged. ``summary`` is the one
+string the printer column shows; API conventions deprecate ``phase``, so it is always *derived*
+from the conditions (``summarize``) and never decided on its own.
+
+``reservation`` is the double-booking guard: the GPUs a plan holds are written here *before*
+any pod is pinned, so after an operator restart the planner subtracts every TrainingTopology's
+reservation from the free GPUs it sees. ``kopf`` is kopf's own bookkeeping (progress storage);
+its schema preserves unknown fields, or the API server would silently prune it.
+
+Status models ignore unknown fields when parsing (unlike spec models): the status read back may
+have been written by a newer operator version, and a reconcile must not fail on it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
+
+from fabricfit.api.models import MAX_GPUS_PER_POD
+from fabricfit.api.rules import MAX_PODS
+
+CONDITION_PLANNED: Final = "Planned"
+CONDITION_PLACED: Final = "Placed"
+CONDITION_DEGRADED: Final = "Degraded"
+CONDITION_TYPES: Final = (CONDITION_PLANNED, CONDITION_PLACED, CONDITION_DEGRADED)
+
+#: Reasons of ``Planned=False`` that mean "fix the spec" (summary Invalid); any other reason
+#: means the plan may still succeed later (summary Waiting), e.g. ``InsufficientGPUs``.
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+REASON_UNSUPPORTED_WORKLOAD: Final = "UnsupportedWorkload"
+REASON_INSUFFICIENT_GPUS: Final = "InsufficientGPUs"
+REASON_WORKLOAD_NOT_FOUND: Final = "WorkloadNotFound"
+INVALID_REASONS: Final = frozenset({REASON_INVALID_SPEC, REASON_UNSUPPORTED_WORKLOAD})
+
+Summary = Literal["Pending", "Planned", "Placed", "Degraded", "Invalid", "Waiting"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+MAX_CONDITIONS = 16
+MAX_REASONS = 32
+MAX_DEGRADED_RANKS = 4096
+MAX_GPUS_PER_NODE = 256
+MAX_WORLD_SIZE = MAX_PODS * MAX_GPUS_PER_POD
+MAX_SECONDS = 1e9
+MAX_INT64 = 2**63 - 1
+REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+# metav1.Condition.type: an optional DNS-subdomain prefix and "/", then a qualified name.
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+_DATE_TIME: Final[JsonDict] = {"format": "date-time"}
+NodeName = Annotated[str, Field(min_length=1, max_length=253, description="Name of the node.")]
+ReasonText = Annotated[str, Field(max_length=1024)]
+Rank = Annotated[int, Field(ge=0, le=MAX_WORLD_SIZE - 1)]
+
+
+def _map_list(*keys: str) -> JsonDict:
+    return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
+
+
+class StatusModel(BaseModel):
+    """Base for status models: camelCase aliases, frozen, unknown fields ignored on read."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore"
+    )
+
+
+class Condition(StatusModel):
+    """One condition, in the shape of ``metav1.Condition``."""
+
+    type: str = Field(
+        max_length=316, pattern=CONDITION_TYPE_PATTERN, description="Planned, Placed or Degraded."
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    observed_generation: int | None = Field(
+        default=None, ge=0, le=MAX_INT64, description="metadata.generation this was set from."
+    )
+    last_transition_time: str = Field(
+        max_length=64,
+        json_schema_extra=_DATE_TIME,
+        description="When the status last changed (RFC 3339).",
+    )
+    reason: str = Field(
+        min_length=1, max_length=1024, pattern=REASON_PATTERN, description="CamelCase reason."
+    )
+    message: str = Field(max_length=32768, description="Human-readable details.")
+
+
+class PodPlacement(StatusModel):
+    """The node chosen for one pod (by its completion or replica index)."""
+
+    index: int = Field(ge=0, le=MAX_PODS - 1, description="Pod index in the workload.")
+    node: NodeName
+
+
+class NodeReservation(StatusModel):
+    """GPUs this plan holds on one node, recorded before any pod is pinned."""
+
+    node: NodeName
+    gpus: int = Field(ge=1, le=MAX_GPUS_PER_NODE, description="GPUs reserved on the node.")
+
+
+class DimensionSeconds(StatusModel):
+    """Predicted communication seconds per training step, per parallelism dimension."""
+
+    tensor: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    context: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    expert: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    data: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    pipeline: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+
+
+class Prediction(StatusModel):
+    """The cost model's prediction for the chosen placement."""
+
+    step_comm_seconds: float = Field(
+        ge=0, le=MAX_SECONDS, description="Communication seconds per training step."
+    )
+    by_dimension: DimensionSeconds = Field(
+        default_factory=DimensionSeconds, description="Seconds per parallelism dimension."
+    )
+
+
+class TrainingTopologyStatus(StatusModel):
+    """Status of a TrainingTopology: conditions, the plan, its reservation and prediction."""
+
+    observed_generation: int | None = Field(
+        default=None, ge=0, le=MAX_INT64, description="Last metadata.generation reconciled."
+    )
+    conditions: tuple[Condition, ...] = Field(
+        default=(),
+        max_length=MAX_CONDITIONS,
+        json_schema_extra=_map_list("type"),
+        description="Planned, Placed and Degraded.",
+    )
+    summary: Summary = Field(
+        default="Pending", description="Pending, Planned, Placed, Degraded, Invalid or Waiting."
+    )
+    workload: str | None = Field(default=None, max_length=317, description="Kind/name.")
+    world_size: int | None = Field(default=None, ge=0, le=MAX_WORLD_SIZE, description="Ranks.")
+    pods: tuple[PodPlacement, ...] = Field(
+        default=(),
+        max_length=MAX_PODS,
+        json_schema_extra=_map_list("index"),
+        description="The planned node of each pod.",
+    )
+    reservation: tuple[NodeReservation, ...] = Field(
+        default=(),
+        max_length=MAX_PODS,
+        json_schema_extra=_map_list("node"),
+        description="GPUs held by this plan, per node; written before any pod is pinned.",
+    )
+    predicted: Prediction | None = Field(default=None, description="Predicted step comm time.")
+    lower_bound_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_SECONDS, description="Lower bound of the step comm time."
+    )
+    efficiency: float | None = Field(
+        default=None, ge=0, le=1, description="lowerBoundSeconds / predicted.stepCommSeconds."
+    )
+    reasons: tuple[ReasonText, ...] = Field(
+        default=(),
+        max_length=MAX_REASONS,
+        description="Why the plan is infeasible, or why a preference was not met.",
+    )
+    degraded_ranks: tuple[Rank, ...] = Field(
+        default=(),
+        max_length=MAX_DEGRADED_RANKS,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Ranks on unavailable nodes, ascending (the first 4096).",
+    )
+    fabric: str | None = Field(default=None, max_length=63, description="Fabric profile used.")
+    label_scheme: str | None = Field(default=None, max_length=63, description="Label scheme used.")
+    plan_hash: str | None = Field(
+        default=None, max_length=64, pattern=r"^[0-9a-f]*$", description="Hash of plan inputs."
+    )
+    planned_at: str | None = Field(
+        default=None, max_length=64, json_schema_extra=_DATE_TIME, description="Time of the plan."
+    )
+    kopf: dict[str, Any] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        description="kopf's own bookkeeping; preserved as is.",
+    )
+
+    @model_validator(mode="after")
+    def _derive_summary(self) -> TrainingTopologyStatus:
+        # Whatever was passed in, the summary is a function of the conditions; frozen models
+        # are set through object.__setattr__ during validation only.
+        object.__setattr__(self, "summary", summarize(self.conditions))
+        return self
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON body for a status patch: camelCase, unset optional fields left out."""
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def rfc3339(moment: datetime) -> str:
+    """``moment`` as Kubernetes writes ``metav1.Time``: UTC, whole seconds, ``Z`` suffix."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition | None:
+    """The condition of ``type_``, or None when absent (absent means Unknown)."""
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def set_condition(conditions: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
+    """``conditions`` with ``new`` replacing its type, like ``meta.SetStatusCondition``:
+    ``lastTransitionTime`` only moves when ``status`` changes. Order of types is kept."""
+    old = find_condition(conditions, new.type)
+    if old is None:
+        return (*conditions, new)
+    if old.status == new.status:
+        new = new.model_copy(update={"last_transition_time": old.last_transition_time})
+    return tuple(new if c.type == new.type else c for c in conditions)
+
+
+def summarize(conditions: tuple[Condition, ...]) -> Summary:
+    """The printer-column summary: Degraded > Placed > Planned > Invalid/Waiting > Pending."""
+    if _is_true(conditions, CONDITION_DEGRADED):
+        return "Degraded"
+    if _is_true(conditions, CONDITION_PLACED):
+        return "Placed"
+    planned = find_condition(conditions, CONDITION_PLANNED)
+    if planned is None or planned.status == "Unknown":
+        return "Pending"
+    if planned.status == "True":
+        return "Planned"
+    return "Invalid" if planned.reason in INVALID_REASONS else "Waiting"
+
+
+def _is_true(conditions: tuple[Condition, ...], type_: str) -> bool:
+    found = find_condition(conditions, type_)
+    return found is not None and found.status == "True"
