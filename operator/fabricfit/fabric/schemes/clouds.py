@@ -22,7 +22,8 @@ Mapping decisions (coarse → fine):
   (rail group, OCI's "first latency band"); ``host.rack_id`` → rack;
   ``host.gpu_memory_fabric_id`` → NVLink domain.
 * CoreWeave: ``ib.coreweave.cloud/fabric`` ⊃ ``superpod`` (spine) ⊃ ``leafgroup`` (rail group;
-  ``backend.coreweave.cloud/*`` on RoCE nodes), ``node.coreweave.cloud/rack`` → rack,
+  ``backend.coreweave.cloud/*`` on RoCE nodes, which have no superpod: there the fabric is
+  the spine), ``node.coreweave.cloud/rack`` → rack,
   ``ds.coreweave.com/nvlink.domain`` → NVLink domain.
 """
 
@@ -114,9 +115,10 @@ def _coreweave_level(labels: Mapping[str, str], name: str, log: ProblemLog) -> s
 
 def read_coreweave(labels: Mapping[str, str]) -> Reading:
     log = ProblemLog()
-    levels = [(name, _coreweave_level(labels, name, log)) for name in ("leafgroup", "superpod")]
-    levels.append(("fabric", _coreweave_level(labels, "fabric", log)))
-    spine, rail_group = chain_from_finest(levels, log)
+    levels = [(n, _coreweave_level(labels, n, log)) for n in ("leafgroup", "superpod", "fabric")]
+    # RoCE clusters have no superpods: there the fabric is the tier right above the leaf
+    # group, so a missing superpod is not a gap.
+    spine, rail_group = chain_from_finest([lv for lv in levels if lv[1] is not None], log)
     tiers = RawTiers(
         spine=spine,
         rail_group=rail_group,

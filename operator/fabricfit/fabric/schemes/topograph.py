@@ -19,6 +19,8 @@ tier-0 (leaf/block) is the rail group, tier-1 the spine, higher tiers fold into 
 ``accelerator.topograph.run/sub-domain`` (e.g. ``nvl1.rack01``, a rack inside a multi-rack
 NVLink domain) becomes the rack. Older generations that disagree with the chosen one are
 reported, because a half-finished relabel silently mixing two topologies is worse than either.
+Topograph ≥ v1.0 sets no accelerator domain unless configured to, so as in every provider
+scheme ``nvidia.com/gpu.clique`` fills the NVLink domain (and rack) when topograph names none.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from fabricfit.fabric.schemes.base import (
     RawTiers,
     Reading,
     chain_from_finest,
+    fill_from_clique,
 )
 
 V1_TIER_PREFIX = "fabric.topograph.run/"
@@ -106,14 +109,13 @@ def read_topograph(labels: Mapping[str, str]) -> Reading:
         log.problems.append(f"{V1_SUB_DOMAIN} is set without a domain; ignored")
     elif sub_domain is not None:
         rack = sub_domain
-    return log.reading(
-        RawTiers(
-            spine=newest.spine,
-            rail_group=newest.rail_group,
-            rack=rack,
-            nvlink_domain=newest.nvlink_domain,
-        )
+    tiers = RawTiers(
+        spine=newest.spine,
+        rail_group=newest.rail_group,
+        rack=rack,
+        nvlink_domain=newest.nvlink_domain,
     )
+    return log.reading(fill_from_clique(tiers, labels, log))
 
 
 def _describe(tiers: RawTiers) -> str:

@@ -1,0 +1,270 @@
+"""Fabric profiles: the hardware numbers the cost model runs on, as frozen data.
+
+Theory of operation
+-------------------
+A profile describes one hardware class end to end, from the GPU's NVLink ports out to the spine:
+
+* scale-up: per-GPU NVLink line rate (GB/s per direction), the fraction NCCL's ring reaches
+  (``nvlink_efficiency``), whether NVSwitch can reduce in-switch (NVLS) and how efficiently,
+  GPUs per node and per NVLink domain (8 for an HGX node, 72 for a GB200 NVL72 rack);
+* scale-out: NICs per node, line rate (Gbit/s) and the fraction a p2p/ring stream reaches,
+  oversubscription above the leaf (traffic leaving a rail group or changing rails) and above the
+  spine (traffic crossing spine blocks), per-hop switch latency;
+* TPU: torus shape of the pod, one-way ICI bandwidth per link, the wraparound rule, OCS, DCN.
+
+Every number carries its source in the preset YAML files (``presets/*.yaml``, key ``sources``);
+the reference notes with the same citations are ``docs/reference/cost-model.md``. Custom
+profiles are YAML documents with the same keys; :func:`load_profile` validates them and raises
+:class:`ProfileError` (a ``ValueError``) with a one-line message for anything wrong.
+
+Profiles are hashable and compare by value, so the cost model can cache on them; the hash is
+computed once because the placement search hashes the same profile millions of times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+DEFAULT_PROFILE = "dgx-h100"
+ARCHES = ("ampere", "hopper", "blackwell", "tpu")
+WRAP_RULES = ("cube", "axis")
+
+
+class ProfileError(ValueError):
+    """A fabric profile name or document is invalid (one-line message)."""
+
+
+@dataclass(frozen=True)
+class TorusSpec:
+    """A TPU pod's inter-chip interconnect (scaling-book tpus.md; Cloud TPU docs)."""
+
+    dims: tuple[int, ...]  # pod shape, e.g. (16, 16, 16) for v4
+    ici_link_gb_per_s: float  # one-way bandwidth of one ICI link
+    ici_efficiency: float  # fraction of line rate a collective reaches
+    ici_hop_latency_us: float  # T_min per hop (~1 µs, scaling-book sharding.md)
+    wrap_rule: str  # "cube": wrap iff every axis is a multiple of cube_edge; "axis": axis == pod dim
+    cube_edge: int  # OCS reconfiguration unit edge (4 for 4x4x4 cubes)
+    ocs: bool  # optical circuit switches join cubes (v4, v5p)
+    dcn_gb_per_s_per_host: float  # data-centre network between slices
+    chips_per_host: int
+
+
+@dataclass(frozen=True)
+class FabricProfile:
+    """One hardware class. Bandwidths are per direction, GB = 1e9 bytes."""
+
+    name: str
+    arch: str  # selects NCCL's per-architecture tables (ampere | hopper | blackwell | tpu)
+    gpus_per_node: int
+    gpus_per_nvlink_domain: int
+    nvlink_gb_per_s: float  # per-GPU NVLink line rate, one direction
+    nvlink_efficiency: float  # ring busbw / line rate
+    nvls: bool  # NVSwitch in-switch reduction (NVLink SHARP)
+    nvls_efficiency: float  # NVLS all-reduce algbw = line * eff * n/(n+1)
+    nics_per_node: int
+    nic_gbit_per_s: float
+    nic_efficiency: float  # p2p/ring stream / line rate
+    leaf_oversubscription: float  # downlink:uplink at the leaf (rail-group exit)
+    spine_oversubscription: float  # downlink:uplink at the spine (block exit)
+    nvlink_hop_latency_us: float
+    net_hop_latency_us: float
+    switch_hop_latency_us: float  # per extra switch traversed (leaf->spine->leaf)
+    torus: TorusSpec | None = None
+    description: str = ""
+    sources: tuple[str, ...] = ()
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)
+        object.__setattr__(self, "_hash", hash(values))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def nic_gb_per_s(self) -> float:
+        """Effective bytes/s (GB/s) one NIC delivers to a stream."""
+        return self.nic_gbit_per_s / 8.0 * self.nic_efficiency
+
+    @property
+    def nvlink_ring_gb_per_s(self) -> float:
+        """Effective per-GPU NVLink bandwidth a ring reaches (its busbw)."""
+        return self.nvlink_gb_per_s * self.nvlink_efficiency
+
+    @property
+    def is_torus(self) -> bool:
+        return self.torus is not None
+
+
+_GPU_REQUIRED = tuple(
+    f.name for f in fields(FabricProfile) if f.name not in ("torus", "description", "sources", "_hash")
+)
+_TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
+
+
+def _number(doc: Mapping[str, Any], key: str, *, low: float, high: float) -> float:
+    value = doc.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProfileError(f"profile field {key!r} must be a number, got {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ProfileError(f"profile field {key!r} must be within [{low}, {high}], got {value}")
+    return float(value)
+
+
+def _integer(doc: Mapping[str, Any], key: str, *, low: int, high: int) -> int:
+    value = doc.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProfileError(f"profile field {key!r} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ProfileError(f"profile field {key!r} must be within [{low}, {high}], got {value}")
+    return value
+
+
+def _flag(doc: Mapping[str, Any], key: str) -> bool:
+    value = doc.get(key)
+    if not isinstance(value, bool):
+        raise ProfileError(f"profile field {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(doc: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str:
+    value = doc.get(key)
+    if value not in allowed:
+        raise ProfileError(f"profile field {key!r} must be one of {', '.join(allowed)}, got {value!r}")
+    return str(value)
+
+
+def _parse_torus(doc: Any) -> TorusSpec:
+    if not isinstance(doc, Mapping):
+        raise ProfileError("profile field 'torus' must be a mapping")
+    unknown = sorted(set(doc) - set(_TORUS_KEYS))
+    if unknown:
+        raise ProfileError(f"unknown torus field {unknown[0]!r}")
+    dims = doc.get("dims")
+    if (
+        not isinstance(dims, list | tuple)
+        or not 1 <= len(dims) <= 3
+        or not all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 64 for d in dims)
+    ):
+        raise ProfileError(f"torus field 'dims' must be 1 to 3 integers in [1, 64], got {dims!r}")
+    return TorusSpec(
+        dims=tuple(int(d) for d in dims),
+        ici_link_gb_per_s=_number(doc, "ici_link_gb_per_s", low=0.1, high=10_000),
+        ici_efficiency=_number(doc, "ici_efficiency", low=0.05, high=1.0),
+        ici_hop_latency_us=_number(doc, "ici_hop_latency_us", low=0.0, high=1_000),
+        wrap_rule=_choice(doc, "wrap_rule", WRAP_RULES),
+        cube_edge=_integer(doc, "cube_edge", low=1, high=64),
+        ocs=_flag(doc, "ocs"),
+        dcn_gb_per_s_per_host=_number(doc, "dcn_gb_per_s_per_host", low=0.01, high=100_000),
+        chips_per_host=_integer(doc, "chips_per_host", low=1, high=64),
+    )
+
+
+def _parse_sources(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    sources = doc.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise ProfileError("profile field 'sources' must be a list of strings")
+    return tuple(sources)
+
+
+def _parse_profile(doc: Any) -> FabricProfile:
+    if not isinstance(doc, Mapping):
+        raise ProfileError("a fabric profile must be a YAML mapping")
+    allowed = {*_GPU_REQUIRED, "torus", "description", "sources"}
+    unknown = sorted(str(k) for k in doc if k not in allowed)
+    if unknown:
+        raise ProfileError(f"unknown profile field {unknown[0]!r}")
+    missing = [k for k in _GPU_REQUIRED if k not in doc]
+    if missing:
+        raise ProfileError(f"profile is missing field {missing[0]!r}")
+    name = doc["name"]
+    if not isinstance(name, str) or not name or len(name) > 63:
+        raise ProfileError(f"profile field 'name' must be a non-empty string, got {name!r}")
+    arch = _choice(doc, "arch", ARCHES)
+    torus = _parse_torus(doc["torus"]) if doc.get("torus") is not None else None
+    if (arch == "tpu") != (torus is not None):
+        raise ProfileError("profile field 'torus' is required exactly when arch is 'tpu'")
+    return _build(doc, name, arch, torus)
+
+
+def _build(doc: Mapping[str, Any], name: str, arch: str, torus: TorusSpec | None) -> FabricProfile:
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise ProfileError("profile field 'description' must be a string")
+    profile = FabricProfile(
+        name=name,
+        arch=arch,
+        gpus_per_node=_integer(doc, "gpus_per_node", low=1, high=64),
+        gpus_per_nvlink_domain=_integer(doc, "gpus_per_nvlink_domain", low=1, high=65_536),
+        nvlink_gb_per_s=_number(doc, "nvlink_gb_per_s", low=0.1, high=100_000),
+        nvlink_efficiency=_number(doc, "nvlink_efficiency", low=0.05, high=1.0),
+        nvls=_flag(doc, "nvls"),
+        nvls_efficiency=_number(doc, "nvls_efficiency", low=0.0, high=1.0),
+        nics_per_node=_integer(doc, "nics_per_node", low=1, high=64),
+        nic_gbit_per_s=_number(doc, "nic_gbit_per_s", low=1.0, high=100_000),
+        nic_efficiency=_number(doc, "nic_efficiency", low=0.05, high=1.0),
+        leaf_oversubscription=_number(doc, "leaf_oversubscription", low=1.0, high=1_000),
+        spine_oversubscription=_number(doc, "spine_oversubscription", low=1.0, high=1_000),
+        nvlink_hop_latency_us=_number(doc, "nvlink_hop_latency_us", low=0.0, high=1_000),
+        net_hop_latency_us=_number(doc, "net_hop_latency_us", low=0.0, high=10_000),
+        switch_hop_latency_us=_number(doc, "switch_hop_latency_us", low=0.0, high=1_000),
+        torus=torus,
+        description=description,
+        sources=_parse_sources(doc),
+    )
+    _check_consistency(profile)
+    return profile
+
+
+def _check_consistency(profile: FabricProfile) -> None:
+    if profile.gpus_per_nvlink_domain % profile.gpus_per_node and profile.torus is None:
+        raise ProfileError(
+            "gpus_per_nvlink_domain must be a multiple of gpus_per_node "
+            f"({profile.gpus_per_nvlink_domain} vs {profile.gpus_per_node})"
+        )
+    if profile.nvls and profile.nvls_efficiency <= 0:
+        raise ProfileError("nvls_efficiency must be > 0 when nvls is true")
+    if profile.torus is not None and math.prod(profile.torus.dims) < profile.gpus_per_node:
+        raise ProfileError("torus dims hold fewer chips than one host")
+
+
+def load_profile(text: str) -> FabricProfile:
+    """Parse and validate a custom profile from YAML text; ProfileError on any problem."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        first = str(err).splitlines()[0] if str(err) else "syntax error"
+        raise ProfileError(f"profile is not valid YAML: {first}") from None
+    except (TypeError, ValueError) as err:  # non-str input, odd encodings
+        raise ProfileError(f"profile is not valid YAML: {err}") from None
+    return _parse_profile(doc)
+
+
+def _load_presets() -> Mapping[str, FabricProfile]:
+    folder = resources.files("fabricfit.fabric").joinpath("presets")
+    found: dict[str, FabricProfile] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            profile = load_profile(entry.read_text(encoding="utf-8"))
+            found[profile.name] = profile
+    return MappingProxyType(found)
+
+
+PRESETS: Mapping[str, FabricProfile] = _load_presets()
+
+
+def get_profile(name: str) -> FabricProfile:
+    """The preset called ``name``; ProfileError naming the presets when it is unknown."""
+    try:
+        return PRESETS[name]
+    except (KeyError, TypeError):
+        raise ProfileError(
+            f"unknown fabric profile {name!r} (presets: {', '.join(sorted(PRESETS))})"
+        ) from None
