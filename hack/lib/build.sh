@@ -14,7 +14,9 @@ export CGO_ENABLED=0
 say() { printf '[build] %s\n' "$*" >&2; }
 die() { printf 'hack/cluster build: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH (Go 1.23+ is needed to build the control plane)"
+need_go() {
+  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH (Go 1.23+ is needed to build the control plane)"
+}
 
 have() { # have <dir> <binary>...
   local dir=$1; shift
@@ -29,6 +31,7 @@ build_kubernetes() {
   local v=$KUBERNETES_VERSION dir="$cache/kubernetes-$KUBERNETES_VERSION"
   if have "$dir" kube-apiserver kube-controller-manager kube-scheduler kubectl; then
     say "kubernetes $v: cached"; return; fi
+  need_go
   local minor=${v#v1.}; minor=${minor%%.*}
   local staging="v0.${v#v1.}"
   local src="$cache/src/kubernetes-$v" tmp="$dir.tmp"
@@ -42,7 +45,7 @@ build_kubernetes() {
     # its own go.mod replaces with a local path; re-pin each to the published tag instead.
     gomod=$(go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
     [ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$v"
-    for m in $(grep -oE 'k8s\.io/[a-z0-9-]+ v0\.0\.0' "$gomod" | awk '{print $1}' | sort -u); do
+    for m in $(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$gomod" | sort -u); do
       go mod edit -replace="$m=$m@$staging"
     done
     cat > tools.go <<'GO'
@@ -75,6 +78,7 @@ GO
 build_etcd() {
   local v=$ETCD_VERSION dir="$cache/etcd-$ETCD_VERSION"
   if have "$dir" etcd; then say "etcd $v: cached"; return; fi
+  need_go
   local src="$cache/src/etcd-$v" tmp="$dir.tmp"
   rm -rf "$src" "$tmp"; mkdir -p "$src" "$tmp/bin"
   say "etcd $v: compiling"
@@ -93,20 +97,23 @@ build_etcd() {
 build_kwok() {
   local v=$KWOK_VERSION dir="$cache/kwok-$KWOK_VERSION"
   if have "$dir" kwok && [ -f "$dir/stages.yaml" ]; then say "kwok $v: cached"; return; fi
+  need_go
   local tmp="$dir.tmp"
   rm -rf "$tmp"; mkdir -p "$tmp/bin"
   say "kwok $v: compiling"
   GOBIN="$tmp/bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$v"
   # kwok >= 0.8 ships no built-in stages: assemble the "fast" node and pod stages from the
-  # module source (they are not copied into this repository).
+  # module source (they are not copied into this repository). pod-complete is left out on
+  # purpose: it turns Job-owned pods Succeeded at once, and training pods must keep running.
   local modsrc
   modsrc=$(go mod download -json "sigs.k8s.io/kwok@$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   [ -d "$modsrc/kustomize/stage" ] || die "kwok $v module has no kustomize/stage directory"
   {
     for f in "$modsrc/kustomize/stage/node/fast/node-initialize.yaml" \
              "$modsrc/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
-             "$modsrc"/kustomize/stage/pod/fast/*.yaml; do
-      [ -f "$f" ] || continue
+             "$modsrc/kustomize/stage/pod/fast/pod-ready.yaml" \
+             "$modsrc/kustomize/stage/pod/fast/pod-delete.yaml"; do
+      [ -f "$f" ] || die "kwok $v: missing stage file $f"
       printf -- '---\n'; grep -v '^---$' "$f"
     done
   } > "$tmp/stages.yaml"
@@ -117,6 +124,7 @@ build_kwok() {
 build_helm() {
   local v=$HELM_VERSION dir="$cache/helm-$HELM_VERSION"
   if have "$dir" helm; then say "helm $v: cached"; return; fi
+  need_go
   local tmp="$dir.tmp" major=${v%%.*}
   rm -rf "$tmp"; mkdir -p "$tmp/bin"
   say "helm $v: compiling"
@@ -128,6 +136,12 @@ build_helm() {
 
 main() {
   mkdir -p "$cache"
+  # One build at a time per cache: a second caller waits instead of deleting the first's work.
+  exec 9>"$cache/.build.lock"
+  if ! flock -n 9; then
+    say "another build is running; waiting for it"
+    flock 9
+  fi
   local started=$SECONDS
   build_etcd
   build_kwok

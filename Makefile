@@ -1,0 +1,64 @@
+# fabricfit developer entry points. The README's two set-up commands are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench crd clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml hack/constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip==25.3"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check operator tests benchmarks hack
+	$(BIN)/ruff format --check operator tests benchmarks hack
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest -m "not e2e and not slow" -q
+
+cluster-build:
+	hack/cluster build
+
+# e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
+e2e: venv cluster-build
+	$(BIN)/pytest -m "e2e and not slow" -q
+
+# Everything: lint, unit and e2e tests. This is the README's test command and what CI runs.
+test: venv cluster-build
+	$(BIN)/ruff check operator tests benchmarks hack
+	$(BIN)/ruff format --check operator tests benchmarks hack
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+test-slow: venv cluster-build
+	$(BIN)/pytest -m slow -q
+
+demo: venv cluster-build
+	$(BIN)/python hack/demo.py
+
+demo-down:
+	hack/cluster down
+
+cluster-up: venv
+	hack/cluster up
+
+cluster-down:
+	hack/cluster down
+
+bench: venv
+	$(BIN)/python benchmarks/cost_speed.py
+	$(BIN)/python benchmarks/cost_accuracy.py
+	$(BIN)/python benchmarks/placement.py --quick
+
+crd: venv
+	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,335 @@
+"""``up``, ``down`` and ``status`` of the local control plane.
+
+State lives in ``$FABRICFIT_STATE_DIR`` (default ``~/.cache/fabricfit/cluster``): certificates,
+kubeconfig, etcd data, logs, and ``state.json`` with every pid and port we started. ``down``
+reads that file and stops exactly those processes, then removes the directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from devcluster import pki as pki_mod
+from devcluster.binaries import Binaries
+from devcluster.processes import (
+    ClusterError,
+    Started,
+    check_port_free,
+    client_context,
+    free_port,
+    http_ok,
+    insecure_context,
+    is_ours,
+    start,
+    stop,
+    wait_until,
+)
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+SERVICE_CIDR = "10.0.0.0/24"
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+"""
+
+
+def state_dir() -> Path:
+    default = Path.home() / ".cache" / "fabricfit" / "cluster"
+    return Path(os.environ.get("FABRICFIT_STATE_DIR", str(default)))
+
+
+@dataclass
+class Ports:
+    etcd: int = 0
+    etcd_peer: int = 0
+    apiserver: int = 0
+    controller_manager: int = 0
+    scheduler: int = 0
+    kwok: int = 0
+
+    def assign(self, requested_apiserver: int | None) -> None:
+        if requested_apiserver:
+            check_port_free(requested_apiserver, "kube-apiserver")
+        self.apiserver = requested_apiserver or free_port()
+        for name in ("etcd", "etcd_peer", "controller_manager", "scheduler", "kwok"):
+            setattr(self, name, free_port())
+
+
+@dataclass
+class State:
+    directory: str
+    ports: Ports
+    processes: list[Started] = field(default_factory=list)
+    started_at: float = 0.0
+    kubernetes_version: str = ""
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.directory) / "admin.kubeconfig"
+
+    def save(self) -> None:
+        data = asdict(self)
+        (Path(self.directory) / "state.json").write_text(json.dumps(data, indent=2))
+
+    @classmethod
+    def load(cls, directory: Path) -> State | None:
+        path = directory / "state.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        return cls(
+            directory=data["directory"],
+            ports=Ports(**data["ports"]),
+            processes=[Started(**p) for p in data["processes"]],
+            started_at=data.get("started_at", 0.0),
+            kubernetes_version=data.get("kubernetes_version", ""),
+        )
+
+
+def write_kubeconfig(path: Path, server: str, pki: pki_mod.Pki) -> None:
+    def b64(p: Path) -> str:
+        return base64.b64encode(p.read_bytes()).decode()
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "fabricfit-local",
+                "cluster": {"server": server, "certificate-authority-data": b64(pki.ca_cert)},
+            }
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {
+                    "client-certificate-data": b64(pki.admin_cert),
+                    "client-key-data": b64(pki.admin_key),
+                },
+            }
+        ],
+        "contexts": [
+            {"name": "fabricfit-local", "context": {"cluster": "fabricfit-local", "user": "admin"}}
+        ],
+        "current-context": "fabricfit-local",
+    }
+    path.write_text(json.dumps(doc, indent=2))
+    path.chmod(0o600)
+
+
+def _etcd_args(b: Binaries, d: Path, p: Ports) -> list[str]:
+    return [
+        str(b.etcd),
+        "--name=fabricfit",
+        f"--data-dir={d / 'etcd'}",
+        f"--listen-client-urls=http://127.0.0.1:{p.etcd}",
+        f"--advertise-client-urls=http://127.0.0.1:{p.etcd}",
+        f"--listen-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+        f"--initial-cluster=fabricfit=http://127.0.0.1:{p.etcd_peer}",
+        "--auto-compaction-retention=1",
+        "--quota-backend-bytes=8589934592",
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_args(b: Binaries, d: Path, p: Ports, k: pki_mod.Pki) -> list[str]:
+    (d / "audit-policy.yaml").write_text(AUDIT_POLICY)
+    return [
+        str(b.kube_apiserver),
+        f"--etcd-servers=http://127.0.0.1:{p.etcd}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={p.apiserver}",
+        f"--tls-cert-file={k.serving_cert}",
+        f"--tls-private-key-file={k.serving_key}",
+        f"--client-ca-file={k.ca_cert}",
+        "--authorization-mode=Node,RBAC",
+        "--allow-privileged=true",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={k.sa_pub}",
+        f"--service-account-signing-key-file={k.sa_key}",
+        f"--audit-policy-file={d / 'audit-policy.yaml'}",
+        f"--audit-log-path={d / 'logs' / 'audit.log'}",
+        "--audit-log-maxsize=200",
+        "--audit-log-maxbackup=1",
+        f"--cert-dir={d / 'apiserver-certs'}",
+    ]
+
+
+def _component_args(binary: Path, d: Path, port: int, extra: list[str]) -> list[str]:
+    kc = d / "admin.kubeconfig"
+    return [
+        str(binary),
+        f"--kubeconfig={kc}",
+        f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        *extra,
+    ]
+
+
+def _kwok_args(b: Binaries, d: Path, p: Ports) -> list[str]:
+    return [
+        str(b.kwok),
+        f"--kubeconfig={d / 'admin.kubeconfig'}",
+        f"--config={b.kwok_stages}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+        "--cidr=10.0.0.0/16",
+        "--node-ip=10.0.0.1",
+        "--node-lease-duration-seconds=40",
+        f"--server-address=127.0.0.1:{p.kwok}",
+    ]
+
+
+def _launch(
+    state: State,
+    name: str,
+    argv: list[str],
+    probe: Callable[[], bool],
+    timeout: float,
+    say: Callable[[str], None],
+) -> None:
+    say(f"starting {name}")
+    started = start(name, argv, Path(state.directory) / "logs" / f"{name}.log")
+    state.processes.append(started)
+    state.save()
+    wait_until(name, probe, started, timeout)
+    say(f"{name} healthy (pid {started.pid})")
+
+
+def up(binaries: Binaries, say: Callable[[str], None], apiserver_port: int | None = None) -> State:
+    """Start the control plane, or reuse the one already running."""
+    directory = state_dir()
+    existing = State.load(directory)
+    if existing is not None:
+        if healthy(existing):
+            say(
+                f"a cluster is already running (API server on port {existing.ports.apiserver}); "
+                "reusing it"
+            )
+            return existing
+        say("found a stale cluster state; cleaning it up")
+        down(say)
+    return _start_all(binaries, directory, say, apiserver_port)
+
+
+def _start_all(
+    binaries: Binaries, directory: Path, say: Callable[[str], None], apiserver_port: int | None
+) -> State:
+    ports = Ports()
+    ports.assign(apiserver_port)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "logs").mkdir(exist_ok=True)
+    state = State(
+        str(directory),
+        ports,
+        started_at=time.time(),
+        kubernetes_version=binaries.kubernetes_version,
+    )
+    state.save()
+    try:
+        _start_components(state, binaries, directory, say)
+    except BaseException:
+        down(lambda _msg: None)
+        raise
+    return state
+
+
+def _probes(state: State) -> dict[str, Callable[[], bool]]:
+    """Health probe per component (loopback only)."""
+    p = state.ports
+    keys = Path(state.directory) / "pki"
+    client = client_context(keys / "ca.crt", keys / "admin.crt", keys / "admin.key")
+    insecure = insecure_context()
+    local = "127.0.0.1"
+    return {
+        "etcd": lambda: http_ok(f"http://{local}:{p.etcd}/health", expect='"health":"true"'),
+        "kube-apiserver": lambda: http_ok(
+            f"https://{local}:{p.apiserver}/readyz", context=client, expect="ok"
+        ),
+        "kube-controller-manager": lambda: http_ok(
+            f"https://{local}:{p.controller_manager}/healthz", context=insecure, expect="ok"
+        ),
+        "kube-scheduler": lambda: http_ok(
+            f"https://{local}:{p.scheduler}/healthz", context=insecure, expect="ok"
+        ),
+        "kwok": lambda: http_ok(f"http://{local}:{p.kwok}/healthz"),
+    }
+
+
+def _start_components(state: State, b: Binaries, d: Path, say: Callable[[str], None]) -> None:
+    p = state.ports
+    keys = pki_mod.generate(d / "pki")
+    write_kubeconfig(d / "admin.kubeconfig", f"https://127.0.0.1:{p.apiserver}", keys)
+    kcm_extra = [
+        f"--root-ca-file={keys.ca_cert}",
+        f"--service-account-private-key-file={keys.sa_key}",
+        "--controllers=*",
+        "--node-monitor-grace-period=40s",
+    ]
+    components = [
+        ("etcd", _etcd_args(b, d, p), 30.0),
+        ("kube-apiserver", _apiserver_args(b, d, p, keys), 90.0),
+        (
+            "kube-controller-manager",
+            _component_args(b.kube_controller_manager, d, p.controller_manager, kcm_extra),
+            60.0,
+        ),
+        ("kube-scheduler", _component_args(b.kube_scheduler, d, p.scheduler, []), 60.0),
+        ("kwok", _kwok_args(b, d, p), 60.0),
+    ]
+    probes = _probes(state)
+    for name, argv, timeout in components:
+        _launch(state, name, argv, probe=probes[name], timeout=timeout, say=say)
+
+
+def component_health(state: State) -> dict[str, tuple[bool, bool]]:
+    """name -> (process alive, health endpoint ok)."""
+    probes = _probes(state)
+    result: dict[str, tuple[bool, bool]] = {}
+    for proc in state.processes:
+        alive = is_ours(proc.pid, proc.binary)
+        result[proc.name] = (alive, alive and probes[proc.name]())
+    return result
+
+
+def healthy(state: State) -> bool:
+    health = component_health(state)
+    return len(health) == 5 and all(alive and ok for alive, ok in health.values())
+
+
+def down(say: Callable[[str], None]) -> bool:
+    """Stop every process recorded in the state file (newest first) and remove the state."""
+    directory = state_dir()
+    state = State.load(directory)
+    if state is None:
+        if directory.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+        return False
+    for proc in reversed(state.processes):
+        say(f"stopping {proc.name} (pid {proc.pid})")
+        stop(proc.pid, proc.binary)
+    shutil.rmtree(directory, ignore_errors=True)
+    return True
+
+
+def require_state() -> State:
+    state = State.load(state_dir())
+    if state is None:
+        raise ClusterError("no cluster is running (start one with: hack/cluster up)")
+    return state

@@ -1,0 +1,140 @@
+"""Detached processes with recorded pids: start, probe, stop exactly what we started."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+STOP_GRACE_SECONDS = 10.0
+
+
+class ClusterError(Exception):
+    """A failure reported to the user as one line."""
+
+
+@dataclass(frozen=True)
+class Started:
+    name: str
+    pid: int
+    binary: str
+    log: str
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def check_port_free(port: int, what: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as err:
+            raise ClusterError(f"port {port} for {what} is already in use on 127.0.0.1") from err
+
+
+def start(name: str, argv: list[str], log: Path) -> Started:
+    """Start ``argv`` in its own session (so it outlives ``hack/cluster up``)."""
+    handle = log.open("ab")
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as err:
+        raise ClusterError(f"cannot start {name} ({argv[0]}): {err.strerror}") from err
+    finally:
+        handle.close()
+    return Started(name=name, pid=proc.pid, binary=argv[0], log=str(log))
+
+
+def is_ours(pid: int, binary: str) -> bool:
+    """True if ``pid`` is alive and still runs ``binary`` (guards against reused pids)."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    zombie = stat.rsplit(")", 1)[-1].split()[0] == "Z"
+    return not zombie and exe.removesuffix(" (deleted)") == os.path.realpath(binary)
+
+
+def stop(pid: int, binary: str, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+    """SIGTERM the process group, then SIGKILL after the grace period."""
+    if not is_ours(pid, binary):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        if not is_ours(pid, binary):
+            _reap(pid)
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def http_ok(url: str, *, context: ssl.SSLContext | None = None, expect: str | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as resp:
+            body = resp.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    return expect is None or expect in body
+
+
+def insecure_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def client_context(ca: Path, cert: Path, key: Path) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.load_cert_chain(str(cert), str(key))
+    return ctx
+
+
+def wait_until(name: str, probe: object, started: Started, timeout_seconds: float) -> None:
+    """Poll ``probe()`` until it is true; fail fast if the process died (with its last log line)."""
+    assert callable(probe)
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        if not is_ours(started.pid, started.binary):
+            raise ClusterError(
+                f"{name} exited during start-up: {last_line(Path(started.log))} "
+                f"(log: {started.log})"
+            )
+        time.sleep(0.25)
+    raise ClusterError(f"{name} was not healthy after {timeout_seconds:.0f} s (log: {started.log})")
+
+
+def last_line(log: Path) -> str:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "empty log"
