@@ -9,7 +9,9 @@ cost is bounded by ``podSelector``'s ``maxProperties``.
 
 Arithmetic is int64 in CEL and overflow is an evaluation error. Each dimension is at most
 65536 (2^16), so ``tensor·pipeline·data`` (≤ 2^48) is safe but the full product is not; the
-world-size rules first bound the partial product and rely on CEL's error-absorbing ``&&``/``||``.
+world-size rules first bound the partial product and rely on CEL's error-absorbing ``&&``/``||``;
+the multiple-of-gpusPerPod rule stays silent when the pod limit is already exceeded, so an
+oversized spec gets one clear message.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ SPEC_RULES = validations(
         ".parallelism",
     ),
     validation(
-        f"{_TPD} > {_POD_LIMIT} || ({_WORLD}) % self.gpusPerPod == 0",
+        f"{_TPD} > {_POD_LIMIT} || {_WORLD} > {_POD_LIMIT} || ({_WORLD}) % self.gpusPerPod == 0",
         "the world size (tensor·pipeline·data·context) must be a multiple of gpusPerPod,"
         " so every pod carries a full block of ranks",
         ".gpusPerPod",

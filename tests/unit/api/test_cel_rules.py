@@ -1,0 +1,178 @@
+"""The CEL rules of the CRD, evaluated with cel-python after API-server-style defaulting: valid
+specs pass every rule, each crafted invalid spec fails exactly the rule meant to catch it, and
+the world-size rules agree with plain integer arithmetic (no int64 overflow) everywhere."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricfit.api.rules import MAX_PODS
+
+Check = Callable[..., list[str]]
+
+BASE: dict[str, Any] = {
+    "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "llama-70b"},
+    "gpusPerPod": 8,
+    "parallelism": {"tensor": 8, "pipeline": 4, "data": 4},
+    "model": {"layers": 80},
+}
+POD_REF = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "podSelector": {"app": "bert"},
+    "indexLabel": "example.com/pod-index",
+}
+
+
+def spec_with(**changes: Any) -> dict[str, Any]:
+    """BASE with top-level keys replaced (None deletes); parallelism and model are merged."""
+    spec = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        if value is None:
+            spec.pop(key, None)
+        elif key in ("parallelism", "model") and key in spec:
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = value
+    return spec
+
+
+VALID = {
+    "dense": spec_with(),
+    "no model": spec_with(model=None, parallelism={"expert": 2}),
+    "moe, expert == experts": spec_with(
+        parallelism={"data": 8, "expert": 8}, model={"experts": 8, "topK": 2}
+    ),
+    "moe, topK == experts": spec_with(model={"experts": 4, "topK": 4}),
+    "pods": spec_with(workloadRef=POD_REF, parallelism={"tensor": 8, "pipeline": 1, "data": 2}),
+    "exactly the pod limit": spec_with(
+        gpusPerPod=1, parallelism={"tensor": 1, "pipeline": 1, "data": MAX_PODS}, model=None
+    ),
+    "layers == pipeline": spec_with(model={"layers": 4}),
+    "one pod": spec_with(parallelism={"tensor": 8, "pipeline": 1, "data": 1}, model=None),
+}
+
+INVALID = {
+    "no workloadRef": (spec_with(workloadRef=None), "workloadRef is required"),
+    "expert does not divide data": (
+        spec_with(parallelism={"data": 4, "expert": 3}, model={"experts": 6, "topK": 1}),
+        "must divide parallelism.data",
+    ),
+    "defaults alone: one rank on an 8-GPU pod": (
+        {"workloadRef": BASE["workloadRef"]},
+        "multiple of gpusPerPod",
+    ),
+    "world not a multiple of gpusPerPod": (
+        spec_with(parallelism={"tensor": 3, "pipeline": 1, "data": 1}),
+        "multiple of gpusPerPod",
+    ),
+    "too many pods": (
+        spec_with(gpusPerPod=1, parallelism={"tensor": 1, "pipeline": 1, "data": MAX_PODS + 1}),
+        f"at most {MAX_PODS} pods",
+    ),
+    "product would overflow int64": (
+        spec_with(
+            gpusPerPod=64,
+            parallelism={"tensor": 65536, "pipeline": 65536, "data": 65536, "context": 65536},
+            model=None,
+        ),
+        f"at most {MAX_PODS} pods",
+    ),
+    "experts not a multiple of expert": (
+        spec_with(parallelism={"data": 8, "expert": 4}, model={"experts": 6, "topK": 2}),
+        "model.experts must be a multiple of parallelism.expert",
+    ),
+    "expert above experts": (
+        spec_with(parallelism={"data": 16, "expert": 16}, model={"experts": 8, "topK": 2}),
+        "model.experts must be a multiple of parallelism.expert",
+    ),
+    "expert parallelism on a dense model": (
+        spec_with(parallelism={"data": 4, "expert": 2}),
+        "needs an MoE model",
+    ),
+    "moe without topK": (spec_with(model={"experts": 8}), "1 <= topK <= experts"),
+    "topK above experts": (spec_with(model={"experts": 2, "topK": 3}), "1 <= topK <= experts"),
+    "topK on a dense model": (spec_with(model={"topK": 2}), "only to MoE models"),
+    "more stages than layers": (spec_with(model={"layers": 2}), "at least one layer"),
+    "job without name": (
+        spec_with(workloadRef={"apiVersion": "batch/v1", "kind": "Job"}),
+        "name is required unless kind is Pod",
+    ),
+    "pods without selector": (
+        spec_with(workloadRef={**POD_REF, "podSelector": None}),
+        "kind Pod needs podSelector",
+    ),
+    "pods with an empty selector": (
+        spec_with(workloadRef={**POD_REF, "podSelector": {}}),
+        "kind Pod needs podSelector",
+    ),
+    "pods without index label": (
+        spec_with(workloadRef={"apiVersion": "v1", "kind": "Pod", "podSelector": {"a": "b"}}),
+        "kind Pod needs podSelector",
+    ),
+    "pods in another group": (
+        spec_with(workloadRef={**POD_REF, "apiVersion": "apps/v1"}),
+        "served by apiVersion v1",
+    ),
+}
+
+
+def _drop_nulls(spec: dict[str, Any]) -> dict[str, Any]:
+    ref = spec.get("workloadRef")
+    if isinstance(ref, dict):
+        spec["workloadRef"] = {k: v for k, v in ref.items() if v is not None}
+    return spec
+
+
+@pytest.mark.parametrize("spec", VALID.values(), ids=VALID.keys())
+def test_valid_spec_passes_every_rule(spec: dict[str, Any], spec_failures: Check) -> None:
+    assert spec_failures(spec) == []
+
+
+@pytest.mark.parametrize(("spec", "expected"), INVALID.values(), ids=INVALID.keys())
+def test_invalid_spec_fails_exactly_its_rule(
+    spec: dict[str, Any], expected: str, spec_failures: Check
+) -> None:
+    failures = spec_failures(_drop_nulls(spec))
+    assert len(failures) == 1, failures
+    assert expected in failures[0]
+
+
+def test_workload_ref_is_immutable(spec_failures: Check) -> None:
+    old = spec_with()
+    renamed = spec_with(workloadRef={**BASE["workloadRef"], "name": "llama-70b-v2"})
+    resized = spec_with(parallelism={"data": 8})
+    assert spec_failures(renamed, old=old) == [
+        "workloadRef is immutable: create a new TrainingTopology for another workload"
+    ]
+    assert spec_failures(resized, old=old) == []
+    assert spec_failures(old, old=old) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    dims=st.lists(st.sampled_from([1, 2, 3, 4, 8, 16, 64, 1024, 65536]), min_size=4, max_size=4),
+    gpus_per_pod=st.sampled_from([1, 2, 4, 6, 8, 64]),
+)
+def test_world_rules_agree_with_integer_arithmetic(
+    dims: list[int], gpus_per_pod: int, spec_failures: Check
+) -> None:
+    tensor, pipeline, data, context = dims
+    world = tensor * pipeline * data * context
+    spec = spec_with(
+        gpusPerPod=gpus_per_pod,
+        parallelism={"tensor": tensor, "pipeline": pipeline, "data": data, "context": context},
+        model=None,
+    )
+    failures = spec_failures(spec)
+    too_many = world > MAX_PODS * gpus_per_pod
+    assert any("pods:" in f for f in failures) == too_many
+    assert any("multiple of gpusPerPod" in f for f in failures) == (
+        not too_many and world % gpus_per_pod != 0
+    )

@@ -1,0 +1,109 @@
+"""The samples in deploy/samples/ are what a user would apply: every TrainingTopology validates
+against the generated schema, passes every CEL rule, parses with the models, and names a
+workload in the same file that matches it (pods, GPUs, index labels, gates); the built-in
+objects validate against the Kubernetes schemas of the pinned version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from fabricfit.api.constants import SCHEDULING_GATE
+from fabricfit.api.models import TrainingTopologySpec
+from unit.api.apiserver import (
+    apply_defaults,
+    failed_rules,
+    load_samples,
+    sample_topologies,
+    schema_errors,
+)
+
+KUBERNETES_VERSION = "1.36.0"
+TOPOLOGIES = sample_topologies()
+BUILTINS = [(name, doc) for name, doc in load_samples() if doc["kind"] != "TrainingTopology"]
+
+
+def _ids(items: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    return [f"{name}:{doc['kind']}/{doc['metadata']['name']}" for name, doc in items]
+
+
+def _workload(file_name: str, kind: str) -> list[dict[str, Any]]:
+    return [doc for name, doc in load_samples() if name == file_name and doc["kind"] == kind]
+
+
+def _gpus(pod_spec: dict[str, Any]) -> int:
+    return sum(int(c["resources"]["limits"]["nvidia.com/gpu"]) for c in pod_spec["containers"])
+
+
+def test_samples_cover_dense_moe_and_plain_pods() -> None:
+    specs = [TrainingTopologySpec.model_validate(doc["spec"]) for _, doc in TOPOLOGIES]
+    dense = [s for s in specs if s.workload_ref and s.workload_ref.name == "llama-70b"]
+    assert [(s.parallelism.tensor, s.parallelism.pipeline, s.parallelism.data) for s in dense] == [
+        (8, 4, 4)
+    ]
+    assert any(s.model and s.model.experts > 0 and s.parallelism.expert > 1 for s in specs)
+    assert any(s.workload_ref and s.workload_ref.kind == "Pod" for s in specs)
+
+
+@pytest.mark.parametrize(("file_name", "doc"), TOPOLOGIES, ids=_ids(TOPOLOGIES))
+def test_topology_validates_against_schema_and_rules(
+    file_name: str, doc: dict[str, Any], schema: dict[str, Any]
+) -> None:
+    assert schema_errors(schema, doc) == []
+    defaulted = apply_defaults(schema, doc)
+    assert schema_errors(schema, defaulted) == []
+    assert failed_rules(schema, defaulted) == []
+    assert failed_rules(schema, defaulted, old=defaulted) == []  # an unchanged re-apply
+
+
+@pytest.mark.parametrize(("file_name", "doc"), TOPOLOGIES, ids=_ids(TOPOLOGIES))
+def test_topology_parses_and_defaults_agree(
+    file_name: str, doc: dict[str, Any], spec_schema: dict[str, Any]
+) -> None:
+    spec = TrainingTopologySpec.model_validate(doc["spec"])
+    server_defaulted = TrainingTopologySpec.model_validate(apply_defaults(spec_schema, doc["spec"]))
+    assert server_defaulted == spec
+    assert spec.world_size % spec.gpus_per_pod == 0
+
+
+@pytest.mark.parametrize(("file_name", "doc"), TOPOLOGIES, ids=_ids(TOPOLOGIES))
+def test_topology_workload_is_in_the_same_file_and_fits(
+    file_name: str, doc: dict[str, Any]
+) -> None:
+    spec = TrainingTopologySpec.model_validate(doc["spec"])
+    ref = spec.workload_ref
+    assert ref is not None
+    if ref.kind == "Job":
+        (job,) = [j for j in _workload(file_name, "Job") if j["metadata"]["name"] == ref.name]
+        assert job["spec"]["completionMode"] == "Indexed"
+        assert job["spec"]["suspend"] is True
+        assert job["spec"]["completions"] == job["spec"]["parallelism"] == spec.pods
+        assert _gpus(job["spec"]["template"]["spec"]) == spec.gpus_per_pod
+        return
+    assert ref.kind == "Pod" and ref.pod_selector and ref.index_label
+    pods = [
+        p
+        for p in _workload(file_name, "Pod")
+        if ref.pod_selector.items() <= p["metadata"]["labels"].items()
+    ]
+    indexes = sorted(int(p["metadata"]["labels"][ref.index_label]) for p in pods)
+    assert indexes == list(range(spec.pods))
+    for pod in pods:
+        assert {"name": SCHEDULING_GATE} in pod["spec"]["schedulingGates"]
+        assert _gpus(pod["spec"]) == spec.gpus_per_pod
+
+
+@pytest.mark.parametrize(("file_name", "doc"), BUILTINS, ids=_ids(BUILTINS))
+def test_builtin_objects_validate_strictly(file_name: str, doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_headless_services_name_their_jobs_pods() -> None:
+    services = [(name, doc) for name, doc in load_samples() if doc["kind"] == "Service"]
+    for file_name, service in services:
+        job_name = service["spec"]["selector"]["batch.kubernetes.io/job-name"]
+        (job,) = [j for j in _workload(file_name, "Job") if j["metadata"]["name"] == job_name]
+        assert service["spec"]["clusterIP"] == "None"
+        assert job["spec"]["template"]["spec"]["subdomain"] == service["metadata"]["name"]
