@@ -1,0 +1,209 @@
+"""Hierarchical candidate generation: which pod goes to which slot, before any scoring.
+
+Theory of operation
+-------------------
+The job is cut into *blocks* and *units*. A unit is the set of pods one tensor-parallel group
+spans (usually a single pod); it must land inside one NVLink domain. A block is a connected set
+of pods under the tensor, context, expert and data groups — with the Megatron rank order, one
+pipeline stage. Everything inside a block talks with bandwidth-heavy collectives every step, so a
+block belongs in one leaf domain (rail group), where its data-parallel rings cost one leaf hop;
+consecutive blocks (pipeline neighbours) exchange only point-to-point activations and may sit in
+neighbouring leaf domains of the same spine.
+
+A candidate is produced by choosing a *scope* (the smallest leaf domain that holds the whole job,
+the smallest spine that does, or the whole cluster, each with the fewest leaf domains first), a
+slot *order* inside each leaf domain (node-major keeps pods of a unit or an expert group on one
+node; position-major puts pods one per node on the same GPU window, i.e. the same rails), and a
+*packing* rule for blocks (best fit: the tightest leaf domain that holds the whole block; first
+fit: stay in the previous block's domain while it fits). Blocks that fit nowhere whole are split
+over the domains with the most room. The search scores every distinct candidate with the cost
+model; this module never scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fabricfit.placement.layout import RankLayout
+from fabricfit.placement.slots import LeafDomain, PodSlot, position_major
+
+Unit = tuple[int, ...]
+Block = tuple[Unit, ...]
+Assignment = tuple[PodSlot, ...]
+ORDERS = ("node", "position")
+PACKINGS = ("best-fit", "first-fit")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One complete pod→slot assignment and how it was produced."""
+
+    label: str
+    slots: Assignment
+
+
+def job_blocks(layout: RankLayout) -> tuple[Block, ...]:
+    """Blocks of units of pods, in rank order."""
+    pods = layout.pods
+    unit_parent = list(range(pods))
+    block_parent = list(range(pods))
+    for kind in ("tensor", "context", "expert", "data"):
+        for group in layout.groups[kind]:
+            first = layout.pod_of(group[0])
+            for rank in group[1:]:
+                _union(block_parent, first, layout.pod_of(rank))
+                if kind == "tensor":
+                    _union(unit_parent, first, layout.pod_of(rank))
+    units: dict[int, list[int]] = {}
+    for pod in range(pods):
+        units.setdefault(_find(unit_parent, pod), []).append(pod)
+    blocks: dict[int, list[Unit]] = {}
+    for members in sorted(units.values()):
+        blocks.setdefault(_find(block_parent, members[0]), []).append(tuple(members))
+    return tuple(tuple(b) for b in sorted(blocks.values()))
+
+
+def _find(parent: list[int], item: int) -> int:
+    while parent[item] != item:
+        parent[item] = parent[parent[item]]
+        item = parent[item]
+    return item
+
+
+def _union(parent: list[int], a: int, b: int) -> None:
+    ra, rb = _find(parent, a), _find(parent, b)
+    if ra != rb:
+        parent[max(ra, rb)] = min(ra, rb)
+
+
+def unit_capacity(slots: Sequence[PodSlot], unit_pods: int) -> int:
+    """How many units of ``unit_pods`` pods fit in ``slots`` with each unit in one NVLink domain."""
+    if unit_pods == 1:
+        return len(slots)
+    per_domain: dict[str, int] = {}
+    for slot in slots:
+        per_domain[slot.nvlink_domain] = per_domain.get(slot.nvlink_domain, 0) + 1
+    return sum(count // unit_pods for count in per_domain.values())
+
+
+class _Packer:
+    """Mutable packing state for one candidate; slots are consumed, never shared."""
+
+    def __init__(self, domains: Sequence[LeafDomain], order: str, unit_pods: int) -> None:
+        self.domains = list(domains)
+        self.free: list[list[PodSlot]] = [
+            list(position_major(d.slots) if order == "position" else d.slots) for d in domains
+        ]
+        self.unit_pods = unit_pods
+        self.placed: dict[int, PodSlot] = {}
+
+    def capacity(self, index: int) -> int:
+        return unit_capacity(self.free[index], self.unit_pods)
+
+    def take_unit(self, index: int, unit: Unit) -> None:
+        free = self.free[index]
+        if len(unit) == 1:
+            chosen = [free[0]]
+        else:
+            by_domain: dict[str, list[PodSlot]] = {}
+            for slot in free:
+                by_domain.setdefault(slot.nvlink_domain, []).append(slot)
+            chosen = next(s for s in by_domain.values() if len(s) >= len(unit))[: len(unit)]
+        for pod, slot in zip(unit, chosen, strict=True):
+            self.placed[pod] = slot
+            free.remove(slot)
+
+    def place_block(self, block: Block, packing: str, previous: int | None) -> int | None:
+        """Place ``block``; returns the domain that took its first unit (None: no room)."""
+        need = len(block)
+        caps = [self.capacity(i) for i in range(len(self.domains))]
+        whole = [i for i, c in enumerate(caps) if c >= need]
+        if whole:
+            target = self._choose_whole(whole, caps, packing, previous)
+            for unit in block:
+                self.take_unit(target, unit)
+            return target
+        if sum(caps) < need:
+            return None
+        prev_spine = self.domains[previous].spine if previous is not None else None
+        order = sorted(
+            range(len(caps)), key=lambda i: (self.domains[i].spine != prev_spine, -caps[i], i)
+        )
+        pending = list(block)
+        first: int | None = None
+        for index in order:
+            while pending and self.capacity(index) > 0:
+                self.take_unit(index, pending.pop(0))
+                first = index if first is None else first
+        return first
+
+    def _choose_whole(
+        self, whole: list[int], caps: list[int], packing: str, previous: int | None
+    ) -> int:
+        if packing == "first-fit":
+            if previous is not None and previous in whole:
+                return previous
+            return whole[0]
+        prev_spine = self.domains[previous].spine if previous is not None else None
+        return min(whole, key=lambda i: (self.domains[i].spine != prev_spine, caps[i], i))
+
+
+def pack_blocks(
+    blocks: Sequence[Block], domains: Sequence[LeafDomain], order: str, packing: str
+) -> Assignment | None:
+    """Place every block in ``domains``; None when they do not hold the job."""
+    unit_pods = max((len(u) for b in blocks for u in b), default=1)
+    packer = _Packer(domains, order, unit_pods)
+    previous: int | None = None
+    for block in blocks:
+        previous = packer.place_block(block, packing, previous)
+        if previous is None:
+            return None
+    pods = len(packer.placed)
+    return tuple(packer.placed[p] for p in range(pods))
+
+
+def choose_scopes(
+    domains: Sequence[LeafDomain], units: int, unit_pods: int
+) -> list[tuple[str, tuple[LeafDomain, ...]]]:
+    """Scopes to search, narrowest first: one leaf domain, one spine, the whole cluster."""
+    caps = {d.key: unit_capacity(d.slots, unit_pods) for d in domains}
+    scopes: list[tuple[str, tuple[LeafDomain, ...]]] = []
+    leaves = [d for d in domains if caps[d.key] >= units]
+    if leaves:
+        best = min(leaves, key=lambda d: (caps[d.key], d.key))
+        scopes.append((f"leaf {best.key}", (best,)))
+    spines: dict[str, list[LeafDomain]] = {}
+    for d in domains:
+        spines.setdefault(d.spine, []).append(d)
+    fitting = [s for s, ds in spines.items() if sum(caps[d.key] for d in ds) >= units]
+    if fitting:
+        spine = min(fitting, key=lambda s: (sum(caps[d.key] for d in spines[s]), s))
+        scopes.append((f"spine {spine or '-'}", _fewest_first(spines[spine], caps)))
+    spine_cap = {s: sum(caps[d.key] for d in ds) for s, ds in spines.items()}
+    ordered = sorted(domains, key=lambda d: (-spine_cap[d.spine], d.spine, -caps[d.key], d.key))
+    scopes.append(("cluster", tuple(ordered)))
+    return scopes
+
+
+def _fewest_first(domains: Sequence[LeafDomain], caps: dict[str, int]) -> tuple[LeafDomain, ...]:
+    return tuple(sorted(domains, key=lambda d: (-caps[d.key], d.key)))
+
+
+def generate_candidates(layout: RankLayout, domains: Sequence[LeafDomain]) -> tuple[Candidate, ...]:
+    """Every distinct candidate over scopes × orders × packings, in a fixed order."""
+    blocks = job_blocks(layout)
+    unit_pods = max(len(u) for b in blocks for u in b)
+    units = sum(len(b) for b in blocks)
+    seen: set[Assignment] = set()
+    out: list[Candidate] = []
+    for scope_label, scope in choose_scopes(domains, units, unit_pods):
+        for order in ORDERS:
+            for packing in PACKINGS:
+                slots = pack_blocks(blocks, scope, order, packing)
+                if slots is None or slots in seen:
+                    continue
+                seen.add(slots)
+                out.append(Candidate(label=f"{scope_label}, {order}-major, {packing}", slots=slots))
+    return tuple(out)

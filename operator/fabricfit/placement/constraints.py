@@ -1,0 +1,108 @@
+"""Hard constraints on nodes: availability, free GPUs, nodeSelector, node affinity, taints.
+
+Theory of operation
+-------------------
+A node is eligible for a request when it is available in the snapshot (Ready, not cordoned), has
+room for at least one pod after GPUs already taken and GPUs reserved by other plans, carries
+every ``nodeSelector`` label, satisfies at least one required nodeSelectorTerm (Kubernetes
+semantics: terms ORed, expressions ANDed; ``Gt``/``Lt`` compare integers), and every
+NoSchedule/NoExecute taint is tolerated. ``node_rejection`` returns the first failed rule as a
+short phrase so infeasibility reports can say *why* nodes were excluded, counted per phrase.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo, Taint
+from fabricfit.placement.request import MatchExpression, PlacementRequest, SelectorTerm, Toleration
+
+HARD_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def free_after_reservations(node: NodeInfo, reservations: Mapping[str, int]) -> int:
+    """Free GPUs on ``node`` once other plans' reservations are taken out (never negative)."""
+    return max(0, min(node.free_gpus, node.gpus) - reservations.get(node.name, 0))
+
+
+def node_rejection(
+    node: NodeInfo, request: PlacementRequest, reservations: Mapping[str, int]
+) -> str | None:
+    """Why ``node`` cannot host a pod of ``request`` (None: it can)."""
+    if not node.available:
+        return (
+            f"unavailable ({node.unavailable_reason})" if node.unavailable_reason else "unavailable"
+        )
+    if free_after_reservations(node, reservations) < request.gpus_per_pod:
+        return f"fewer than {request.gpus_per_pod} free GPUs"
+    for key, value in request.node_selector.items():
+        if node.labels.get(key) != value:
+            return f"nodeSelector {key}={value} not matched"
+    if request.affinity and not any(_term_matches(node, t) for t in request.affinity):
+        return "required node affinity not matched"
+    for taint in node.taints:
+        if taint.effect in HARD_TAINT_EFFECTS and not tolerates(request.tolerations, taint):
+            return f"untolerated taint {taint.key}:{taint.effect}"
+    return None
+
+
+def eligible_nodes(
+    snapshot: ClusterSnapshot, request: PlacementRequest, reservations: Mapping[str, int]
+) -> tuple[tuple[NodeInfo, ...], Counter[str]]:
+    """Nodes that can host at least one pod, and a count of rejection phrases for the rest."""
+    chosen: list[NodeInfo] = []
+    rejected: Counter[str] = Counter()
+    for node in snapshot.nodes:
+        reason = node_rejection(node, request, reservations)
+        if reason is None:
+            chosen.append(node)
+        else:
+            rejected[reason] += 1
+    return tuple(chosen), rejected
+
+
+def _term_matches(node: NodeInfo, term: SelectorTerm) -> bool:
+    if not term.expressions and not term.fields:
+        return False  # an empty term matches nothing (Kubernetes semantics)
+    field_values = {"metadata.name": node.name}
+    return all(_expression_matches(node.labels, e) for e in term.expressions) and all(
+        _expression_matches(field_values, e) for e in term.fields
+    )
+
+
+def _expression_matches(labels: Mapping[str, str], expression: MatchExpression) -> bool:
+    value = labels.get(expression.key)
+    op = expression.operator
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op == "In":
+        return value is not None and value in expression.values
+    if op == "NotIn":
+        return value is None or value not in expression.values
+    return _compare_integer(value, expression.values, greater=op == "Gt")
+
+
+def _compare_integer(value: str | None, values: Iterable[str], *, greater: bool) -> bool:
+    bounds = list(values)
+    if value is None or len(bounds) != 1:
+        return False
+    try:
+        left, right = int(value), int(bounds[0])
+    except ValueError:
+        return False
+    return left > right if greater else left < right
+
+
+def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    """Whether any toleration matches ``taint`` (Kubernetes toleration semantics)."""
+    for tol in tolerations:
+        if tol.effect and tol.effect != taint.effect:
+            continue
+        if tol.operator == "Exists" and (not tol.key or tol.key == taint.key):
+            return True
+        if tol.operator == "Equal" and tol.key == taint.key and tol.value == taint.value:
+            return True
+    return False

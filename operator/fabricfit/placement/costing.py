@@ -1,0 +1,84 @@
+"""Bridge to the cost model: rank locations in, predicted per-step communication seconds out.
+
+Theory of operation
+-------------------
+The cost model (``fabricfit.cost.step``) prices one training step's collectives from the groups
+and the fabric location of every rank. The search calls it once per candidate and per local
+move, so this module keeps the per-job constants (groups as plain lists, the lower bound) and a
+cache of ``GpuSlot`` values per (node, GPU), and converts the cost model's estimate to the
+placement's own frozen ``StepTimes`` so the rest of ``placement`` does not depend on its type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fabricfit.cost.step import StepCommEstimate, estimate_step, step_lower_bound
+from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
+from fabricfit.placement.decision import StepTimes
+from fabricfit.placement.layout import GROUP_KINDS, RankLayout
+from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.slots import PodSlot
+
+
+def to_step_times(estimate: StepCommEstimate) -> StepTimes:
+    by_dimension = {k: float(estimate.by_dimension.get(k, 0.0)) for k in GROUP_KINDS}
+    return StepTimes(
+        step_comm_seconds=float(estimate.step_comm_seconds),
+        by_dimension=by_dimension,
+        spine_bytes_per_step=float(estimate.spine_bytes_per_step),
+    )
+
+
+class StepModel:
+    """Prices candidates of one job on one snapshot (a per-plan helper, never shared)."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        layout: RankLayout,
+        request: PlacementRequest,
+        profile: FabricProfile,
+    ) -> None:
+        self._snapshot = snapshot
+        self._layout = layout
+        self._request = request
+        self._profile = profile
+        self._groups = {k: [list(g) for g in layout.groups[k]] for k in GROUP_KINDS}
+        self._gpu_slots: dict[tuple[str, int], GpuSlot] = {}
+        self.evaluations = 0
+
+    def rank_slots(self, slots: Sequence[PodSlot]) -> tuple[GpuSlot, ...]:
+        """Location of every global rank: local GPU j of pod k is ``slots[k].gpus[j]``."""
+        out: list[GpuSlot] = []
+        cache = self._gpu_slots
+        for slot in slots:
+            for gpu in slot.gpus:
+                key = (slot.node, gpu)
+                found = cache.get(key)
+                if found is None:
+                    found = cache[key] = self._snapshot.slot(slot.node, gpu)
+                out.append(found)
+        return tuple(out)
+
+    def predict(self, ranks: Sequence[GpuSlot]) -> StepTimes:
+        self.evaluations += 1
+        estimate = estimate_step(
+            self._groups,
+            ranks,
+            self._request.parallelism,
+            self._request.model,
+            self._profile,
+        )
+        return to_step_times(estimate)
+
+    def lower_bound(self) -> StepTimes:
+        estimate = step_lower_bound(
+            self._request.parallelism,
+            self._request.model,
+            self._profile,
+            self._request.gpus_per_pod,
+            self._groups,
+        )
+        return to_step_times(estimate)

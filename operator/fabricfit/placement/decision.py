@@ -1,0 +1,112 @@
+"""The result of planning: a frozen ``PlacementDecision`` (placed, or infeasible with reasons).
+
+Theory of operation
+-------------------
+A decision is plain data that every consumer reads the same way: the operator writes it into
+``status`` and pins pods, ``fabricfit plan --json`` prints ``to_json_dict()``, the views draw it.
+Infeasible decisions carry no assignment but say why (one sentence per reason) and how large a
+job would fit right now. Predicted and lower-bound step times are per-dimension seconds from the
+cost model; ``efficiency`` is lower bound ÷ predicted (1.0 = the fabric's best case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from fabricfit.placement.layout import GROUP_KINDS, Groups
+
+
+def _empty_floats() -> Mapping[str, float]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RankPlacement:
+    """Global rank ``rank`` runs on GPU ``gpu`` of ``node`` (local GPU ``local`` of pod ``pod``)."""
+
+    rank: int
+    node: str
+    gpu: int
+    pod: int
+    local: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepTimes:
+    """Per-step communication seconds, total and per parallelism dimension."""
+
+    step_comm_seconds: float
+    by_dimension: Mapping[str, float] = field(default_factory=_empty_floats)
+    spine_bytes_per_step: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LargestFit:
+    """The largest job of the same shape that fits now."""
+
+    pods: int
+    world_size: int
+    data: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementDecision:
+    """A placement plan, or why there is none."""
+
+    feasible: bool
+    fabric: str
+    groups: Mapping[str, Groups]
+    pods: tuple[str, ...] = ()
+    assignments: tuple[RankPlacement, ...] = ()
+    predicted: StepTimes | None = None
+    lower_bound: StepTimes | None = None
+    reasons: tuple[str, ...] = ()
+    largest_feasible: LargestFit | None = None
+    scores: Mapping[str, float] = field(default_factory=_empty_floats)
+    candidate: str = ""
+
+    @property
+    def efficiency(self) -> float:
+        if self.predicted is None or self.lower_bound is None:
+            return 0.0
+        if self.predicted.step_comm_seconds <= 0:
+            return 1.0
+        return min(1.0, self.lower_bound.step_comm_seconds / self.predicted.step_comm_seconds)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The ``fabricfit plan --json`` object (field names are a public contract)."""
+        return {
+            "feasible": self.feasible,
+            "fabric": self.fabric,
+            "assignments": [
+                {"rank": a.rank, "node": a.node, "gpu": a.gpu} for a in self.assignments
+            ],
+            "pods": [{"index": i, "node": n} for i, n in enumerate(self.pods)],
+            "groups": {k: [list(g) for g in self.groups.get(k, ())] for k in GROUP_KINDS},
+            "predicted": _times_json(self.predicted),
+            "lower_bound_seconds": (
+                self.lower_bound.step_comm_seconds if self.lower_bound is not None else None
+            ),
+            "efficiency": round(self.efficiency, 6) if self.feasible else None,
+            "reasons": list(self.reasons),
+            "largest_feasible": _largest_json(self.largest_feasible),
+            "candidate": self.candidate,
+        }
+
+
+def _times_json(times: StepTimes | None) -> dict[str, Any] | None:
+    if times is None:
+        return None
+    return {
+        "step_comm_seconds": times.step_comm_seconds,
+        "by_dimension": {k: times.by_dimension.get(k, 0.0) for k in GROUP_KINDS},
+    }
+
+
+def _largest_json(fit: LargestFit | None) -> dict[str, int] | None:
+    if fit is None:
+        return None
+    return {"pods": fit.pods, "world_size": fit.world_size, "data": fit.data}

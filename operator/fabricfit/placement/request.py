@@ -1,0 +1,183 @@
+"""What the placement engine is asked to place: a frozen ``PlacementRequest``.
+
+Theory of operation
+-------------------
+The CRD spec (pydantic, validated at the boundary) says how the job is parallelised; the
+workload's own pod template says where its pods may run (nodeSelector, required node affinity,
+tolerations). ``request_from_spec`` folds both into one frozen value, so the core never sees a
+pydantic model or a raw pod template again. Pod-template parsing is lenient about shape (missing
+sections mean "no constraint") and strict about content: an unknown affinity operator is a
+``ValueError`` with one clear sentence, because silently ignoring it would place pods where the
+workload forbids them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from fabricfit.api.models import ModelShape, Parallelism, TrainingTopologySpec
+
+AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+
+
+@dataclass(frozen=True, slots=True)
+class MatchExpression:
+    """One node-selector requirement on a label (``key`` ``operator`` ``values``)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """A nodeSelectorTerm: all expressions must hold (terms are ORed)."""
+
+    expressions: tuple[MatchExpression, ...] = ()
+    fields: tuple[MatchExpression, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+def _empty_labels() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRequest:
+    """One job to place: its parallel layout, locality requirements and scheduling constraints."""
+
+    parallelism: Parallelism
+    gpus_per_pod: int = 8
+    rank_order: str = "tp-cp-ep-dp-pp"
+    model: ModelShape = field(default_factory=ModelShape)
+    tensor_required: bool = True
+    data_required: bool = False
+    fabric: str | None = None
+    node_selector: Mapping[str, str] = field(default_factory=_empty_labels)
+    affinity: tuple[SelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+    @property
+    def world_size(self) -> int:
+        return self.parallelism.world_size
+
+    @property
+    def pods(self) -> int:
+        return -(-self.world_size // self.gpus_per_pod)
+
+
+def request_from_spec(
+    spec: TrainingTopologySpec, pod_template: Mapping[str, Any] | None = None
+) -> PlacementRequest:
+    """Build a request from a TrainingTopology spec and, optionally, the workload's pod template
+    (``{metadata, spec}`` or a bare pod spec)."""
+    pod_spec = _pod_spec(pod_template)
+    return PlacementRequest(
+        parallelism=spec.parallelism,
+        gpus_per_pod=spec.gpus_per_pod,
+        rank_order=spec.rank_order,
+        model=spec.model or ModelShape(),
+        tensor_required=spec.placement.tensor == "Required",
+        data_required=spec.placement.data == "Required",
+        fabric=spec.fabric,
+        node_selector=MappingProxyType(dict(_mapping(pod_spec.get("nodeSelector")))),
+        affinity=parse_required_affinity(pod_spec.get("affinity")),
+        tolerations=parse_tolerations(pod_spec.get("tolerations")),
+    )
+
+
+def _pod_spec(pod_template: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not pod_template:
+        return {}
+    inner = pod_template.get("spec")
+    if isinstance(inner, Mapping) and "containers" not in pod_template:
+        return inner
+    return pod_template
+
+
+def _mapping(value: object) -> Mapping[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping, got {type(value).__name__}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _sequence(value: object, what: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"{what} must be a list")
+    return value
+
+
+def parse_required_affinity(affinity: object) -> tuple[SelectorTerm, ...]:
+    """The required nodeSelectorTerms of a pod's ``affinity`` (preferred terms are ignored)."""
+    if not isinstance(affinity, Mapping):
+        return ()
+    node_affinity = affinity.get("nodeAffinity")
+    if not isinstance(node_affinity, Mapping):
+        return ()
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(required, Mapping):
+        return ()
+    terms = _sequence(required.get("nodeSelectorTerms"), "nodeSelectorTerms")
+    return tuple(_parse_term(term) for term in terms)
+
+
+def _parse_term(term: object) -> SelectorTerm:
+    if not isinstance(term, Mapping):
+        raise ValueError("a nodeSelectorTerm must be a mapping")
+    return SelectorTerm(
+        expressions=tuple(
+            _parse_expression(e)
+            for e in _sequence(term.get("matchExpressions"), "matchExpressions")
+        ),
+        fields=tuple(
+            _parse_expression(e) for e in _sequence(term.get("matchFields"), "matchFields")
+        ),
+    )
+
+
+def _parse_expression(expression: object) -> MatchExpression:
+    if not isinstance(expression, Mapping) or "key" not in expression:
+        raise ValueError("a node-selector requirement needs a key and an operator")
+    operator = str(expression.get("operator", ""))
+    if operator not in AFFINITY_OPERATORS:
+        raise ValueError(
+            f"unknown node-affinity operator {operator!r} (expected one of "
+            f"{', '.join(AFFINITY_OPERATORS)})"
+        )
+    values = tuple(str(v) for v in _sequence(expression.get("values"), "values"))
+    return MatchExpression(key=str(expression["key"]), operator=operator, values=values)
+
+
+def parse_tolerations(tolerations: object) -> tuple[Toleration, ...]:
+    """A pod's tolerations as frozen values."""
+    parsed: list[Toleration] = []
+    for item in _sequence(tolerations, "tolerations"):
+        if not isinstance(item, Mapping):
+            raise ValueError("a toleration must be a mapping")
+        operator = str(item.get("operator") or "Equal")
+        if operator not in TOLERATION_OPERATORS:
+            raise ValueError(f"unknown toleration operator {operator!r}")
+        parsed.append(
+            Toleration(
+                key=str(item.get("key") or ""),
+                operator=operator,
+                value=str(item.get("value") or ""),
+                effect=str(item.get("effect") or ""),
+            )
+        )
+    return tuple(parsed)

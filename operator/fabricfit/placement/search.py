@@ -1,0 +1,132 @@
+"""``plan_placement``: from a snapshot and a request to a frozen ``PlacementDecision``.
+
+Theory of operation
+-------------------
+1. Validate the parallel layout (one reason per violation) and derive the rank groups.
+2. Filter nodes (availability, free GPUs after other plans' reservations, nodeSelector, node
+   affinity, taints) and cut the survivors into pod slots grouped by leaf domain.
+3. If the slots cannot hold the job, stop: reasons plus the largest job that fits now.
+4. Generate hierarchical candidates (``candidates``), run plugin filters, price survivors with the
+   cost model, rank them by weighted plugin score, and hill-climb the best (``improve``).
+5. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
+   scores and a reason for each unmet preference.
+
+The function never mutates its inputs and reads no clock, so the same snapshot and request give
+the same decision (candidate order and tie-breaks are fixed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.candidates import generate_candidates, job_blocks
+from fabricfit.placement.constraints import eligible_nodes
+from fabricfit.placement.costing import StepModel
+from fabricfit.placement.decision import PlacementDecision, RankPlacement
+from fabricfit.placement.feasibility import (
+    capacity_in_units,
+    capacity_reasons,
+    largest_fit,
+    max_domain_gpus,
+)
+from fabricfit.placement.improve import default_move_budget, improve
+from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
+from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
+from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.scoring import Rejected, Scored, Scorer
+from fabricfit.placement.slots import build_leaf_domains
+
+NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
+
+
+def plan_placement(
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    profile: FabricProfile,
+    *,
+    reservations: Mapping[str, int] = NO_RESERVATIONS,
+    plugins: Sequence[Plugin] = DEFAULT_PLUGINS,
+    move_budget: int | None = None,
+) -> PlacementDecision:
+    """Plan where every pod and rank of ``request`` goes on ``snapshot`` (see module docstring).
+
+    ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
+    ``move_budget`` caps local-move evaluations (None: by job size).
+    """
+    fabric = profile_name(profile)
+    reasons = validate_layout(
+        request.parallelism,
+        request.gpus_per_pod,
+        experts=request.model.experts,
+        max_domain_gpus=max_domain_gpus(snapshot.nodes),
+        tensor_required=request.tensor_required,
+    )
+    if reasons:
+        return PlacementDecision(feasible=False, fabric=fabric, groups={}, reasons=reasons)
+    layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
+    nodes, rejected = eligible_nodes(snapshot, request, reservations)
+    domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
+    blocks = job_blocks(layout)
+    unit_pods = max(len(u) for b in blocks for u in b)
+    units_needed = sum(len(b) for b in blocks)
+    units_free = capacity_in_units(domains, unit_pods)
+    if units_free < units_needed:
+        return PlacementDecision(
+            feasible=False,
+            fabric=fabric,
+            groups=layout.groups,
+            reasons=capacity_reasons(
+                request, snapshot, units_needed, units_free, unit_pods, rejected
+            ),
+            largest_feasible=largest_fit(request, units_free, unit_pods),
+        )
+    model = StepModel(snapshot, layout, request, profile)
+    ctx = PlanContext(
+        request=request, layout=layout, domains=domains, lower_bound=model.lower_bound()
+    )
+    scorer = Scorer(ctx, plugins, model)
+    results = [scorer.evaluate(c.label, c.slots) for c in generate_candidates(layout, domains)]
+    scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
+    if not scored:
+        why = tuple(dict.fromkeys(r.reason for r in results if isinstance(r, Rejected)))
+        return PlacementDecision(
+            feasible=False,
+            fabric=fabric,
+            groups=layout.groups,
+            reasons=why or ("no candidate placement satisfied the hard constraints",),
+            largest_feasible=largest_fit(request, units_free, unit_pods),
+        )
+    budget = default_move_budget(layout.pods) if move_budget is None else move_budget
+    movable = [u[0] for b in blocks for u in b if len(u) == 1]
+    best, _ = improve(scorer, scored[0], domains, movable, budget)
+    return _decision(best, scorer, layout, fabric)
+
+
+def profile_name(profile: FabricProfile) -> str:
+    return str(getattr(profile, "name", ""))
+
+
+def _decision(best: Scored, scorer: Scorer, layout: RankLayout, fabric: str) -> PlacementDecision:
+    slots = best.evaluated.slots
+    assignments = tuple(
+        RankPlacement(
+            rank=rank, node=slots[pod].node, gpu=slots[pod].gpus[local], pod=pod, local=local
+        )
+        for pod in range(layout.pods)
+        for local, rank in enumerate(layout.pod_ranks(pod))
+    )
+    return PlacementDecision(
+        feasible=True,
+        fabric=fabric,
+        groups=layout.groups,
+        pods=tuple(s.node for s in slots),
+        assignments=assignments,
+        predicted=best.evaluated.predicted,
+        lower_bound=scorer.ctx.lower_bound,
+        reasons=scorer.explain(best),
+        scores=best.scores,
+        candidate=best.label,
+    )

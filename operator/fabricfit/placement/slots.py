@@ -1,0 +1,133 @@
+"""Pod slots: where on the eligible nodes a pod of the job can go, grouped by fabric domain.
+
+Theory of operation
+-------------------
+A pod never spans nodes, so the search works on *pod slots*: a window of ``gpusPerPod`` free
+GPUs on one node. The snapshot only counts free GPUs, so we fix a convention that every view
+shares: GPUs already taken by running pods are the lowest indices of the node, GPUs reserved by
+other plans come next, and the rest are free. When ``gpusPerPod`` divides the node's GPU count,
+windows are aligned (window *p* covers GPUs ``p·g … p·g+g−1``) so that local GPU *j* of every pod
+in window *p* sits on the same rail on every node — the property that keeps a data-parallel ring
+on one leaf switch. Otherwise windows are cut back to back from the first free GPU.
+
+Slots are grouped by *leaf domain*: the rail group when the node has one (one leaf hop between
+same-rail GPUs), else the rack, else the node itself. Leaf domains belong to a spine. Everything
+is sorted by fabric position first and name last, so nodes interleaved by name across rail groups
+still come out grouped by rail group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from fabricfit.fabric.topology import NodeInfo
+from fabricfit.placement.constraints import free_after_reservations
+
+
+@dataclass(frozen=True, slots=True)
+class PodSlot:
+    """One window of free GPUs that can hold one pod."""
+
+    node: str
+    position: int
+    gpus: tuple[int, ...]
+    spine: str
+    leaf: str
+    rack: str
+    nvlink_domain: str
+    rail_group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeafDomain:
+    """The slots of one leaf domain (rail group, or rack / node without rail groups)."""
+
+    key: str
+    spine: str
+    has_rails: bool
+    slots: tuple[PodSlot, ...]
+
+    @property
+    def capacity(self) -> int:
+        return len(self.slots)
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.node for s in self.slots))
+
+
+def leaf_key(node: NodeInfo) -> tuple[str, bool]:
+    """The leaf domain of ``node`` and whether it is a real rail group."""
+    place = node.place
+    if place.rail_group is not None:
+        return f"{place.spine}|rg:{place.rail_group}", True
+    if place.rack is not None:
+        return f"{place.spine}|rack:{place.rack}", False
+    return f"{place.spine}|node:{node.name}", False
+
+
+def node_sort_key(node: NodeInfo) -> tuple[str, str, str, str, str]:
+    place = node.place
+    return (
+        place.spine,
+        place.rail_group or "",
+        place.rack or "",
+        place.nvlink_domain or node.name,
+        node.name,
+    )
+
+
+def node_slots(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]) -> list[PodSlot]:
+    """The pod windows of ``node`` that are entirely free, lowest GPU first."""
+    free = free_after_reservations(node, reservations)
+    first_free = node.gpus - free
+    if node.gpus % gpus_per_pod == 0:
+        starts = [
+            p * gpus_per_pod
+            for p in range(node.gpus // gpus_per_pod)
+            if p * gpus_per_pod >= first_free
+        ]
+    else:
+        starts = list(range(first_free, node.gpus - gpus_per_pod + 1, gpus_per_pod))
+    key, _ = leaf_key(node)
+    return [
+        PodSlot(
+            node=node.name,
+            position=start // gpus_per_pod,
+            gpus=tuple(range(start, start + gpus_per_pod)),
+            spine=node.place.spine,
+            leaf=key,
+            rack=node.place.rack or "",
+            nvlink_domain=node.place.nvlink_domain or node.name,
+            rail_group=node.place.rail_group,
+        )
+        for start in starts
+    ]
+
+
+def build_leaf_domains(
+    nodes: Iterable[NodeInfo], gpus_per_pod: int, reservations: Mapping[str, int]
+) -> tuple[LeafDomain, ...]:
+    """Leaf domains of the eligible nodes, sorted by key; slots in node-major fabric order."""
+    grouped: dict[str, list[PodSlot]] = {}
+    meta: dict[str, tuple[str, bool]] = {}
+    for node in sorted(nodes, key=node_sort_key):
+        slots = node_slots(node, gpus_per_pod, reservations)
+        if not slots:
+            continue
+        key, has_rails = leaf_key(node)
+        grouped.setdefault(key, []).extend(slots)
+        meta[key] = (node.place.spine, has_rails)
+    return tuple(
+        LeafDomain(key=k, spine=meta[k][0], has_rails=meta[k][1], slots=tuple(grouped[k]))
+        for k in sorted(grouped)
+    )
+
+
+def position_major(slots: Iterable[PodSlot]) -> tuple[PodSlot, ...]:
+    """Slots ordered highest window first, then fabric order: pods taken one per node first,
+    on the same window (the same rails) of every node."""
+    indexed = list(enumerate(slots))
+    indexed.sort(key=lambda item: (-item[1].position, item[0]))
+    return tuple(slot for _, slot in indexed)
