@@ -178,6 +178,7 @@ class TrainingTopologySpec(SpecModel):
     )
     rank_order: str = Field(
         default=DEFAULT_RANK_ORDER,
+        max_length=14,
         pattern=RANK_ORDER_PATTERN,
         description=(
             "Order of dimensions in the global rank, fastest first (Megatron: tp-cp-ep-dp-pp)."

@@ -57,6 +57,11 @@ CONDITION_TYPE_PATTERN = (
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
 _DATE_TIME: Final[JsonDict] = {"format": "date-time"}
+# RFC 3339 as metav1.Time writes it; the pattern lets pydantic (and jsonschema without a format
+# plugin) check what the API server checks through ``format: date-time``.
+DATE_TIME_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+)
 NodeName = Annotated[str, Field(min_length=1, max_length=253, description="Name of the node.")]
 ReasonText = Annotated[str, Field(max_length=1024)]
 Rank = Annotated[int, Field(ge=0, le=MAX_WORLD_SIZE - 1)]
@@ -86,6 +91,7 @@ class Condition(StatusModel):
     )
     last_transition_time: str = Field(
         max_length=64,
+        pattern=DATE_TIME_PATTERN,
         json_schema_extra=_DATE_TIME,
         description="When the status last changed (RFC 3339).",
     )
@@ -183,7 +189,11 @@ class TrainingTopologyStatus(StatusModel):
         default=None, max_length=64, pattern=r"^[0-9a-f]*$", description="Hash of plan inputs."
     )
     planned_at: str | None = Field(
-        default=None, max_length=64, json_schema_extra=_DATE_TIME, description="Time of the plan."
+        default=None,
+        max_length=64,
+        pattern=DATE_TIME_PATTERN,
+        json_schema_extra=_DATE_TIME,
+        description="When the plan was made (RFC 3339).",
     )
     kopf: dict[str, Any] | None = Field(
         default=None,
