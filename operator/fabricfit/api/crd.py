@@ -9,9 +9,9 @@ rewrites it:
 - ``Optional[X]`` (``anyOf: [X, {type: null}]``) becomes ``X``, simply not required;
 - boolean ``additionalProperties`` (``false`` from ``extra="forbid"``) is dropped, while a schema
   (``dict[str, str]``) is kept as ``additionalProperties: {type: string}``;
-- ``default: null`` is dropped and a ``default_factory`` model becomes ``default: {}``, which the
-  API server expands with the nested defaults; status carries no defaults at all, since only
-  the operator writes it;
+- ``default: null`` is dropped and a ``default_factory`` model becomes its full default dump
+  (not ``{}``: the API server evaluates the node's CEL rules on the literal default); status
+  carries no defaults at all, since only the operator writes it;
 - descriptions are folded onto one line and keys get one canonical order, so the YAML in
   ``crds/`` is stable and reviewable.
 
@@ -100,7 +100,9 @@ PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
 
 
 class _CrdSchemaGenerator(GenerateJsonSchema):
-    """pydantic's generator, but a ``default_factory`` of a model or a list yields ``{}``/``[]``."""
+    """pydantic's generator, but a ``default_factory`` yields its value: a model's full dump
+    (the API server checks a default against the node's CEL rules *without* expanding nested
+    defaults, so ``{}`` would fail ``self.data % self.expert == 0``) or an empty list."""
 
     def get_default_value(self, schema: core_schema.WithDefaultSchema) -> Any:
         factory = schema.get("default_factory")
@@ -108,7 +110,7 @@ class _CrdSchemaGenerator(GenerateJsonSchema):
             return super().get_default_value(schema)
         value = factory()  # type: ignore[call-arg]
         if isinstance(value, BaseModel):
-            return {}
+            return value.model_dump(by_alias=True, mode="json")
         if isinstance(value, list | tuple) and not value:
             return []
         return NoDefault

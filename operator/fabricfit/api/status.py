@@ -49,7 +49,9 @@ MAX_DEGRADED_RANKS = 4096
 MAX_GPUS_PER_NODE = 256
 MAX_WORLD_SIZE = MAX_PODS * MAX_GPUS_PER_POD
 MAX_SECONDS = 1e9
-MAX_INT64 = 2**63 - 1
+# The API server reads bounds as float64: 2^63-1 is not representable, and it rejects status
+# writes against such a schema ("Maximum boundary value must be of type integer").
+MAX_GENERATION = 2**53 - 1
 REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 # metav1.Condition.type: an optional DNS-subdomain prefix and "/", then a qualified name.
 CONDITION_TYPE_PATTERN = (
@@ -87,7 +89,7 @@ class Condition(StatusModel):
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
-        default=None, ge=0, le=MAX_INT64, description="metadata.generation this was set from."
+        default=None, ge=0, le=MAX_GENERATION, description="metadata.generation this was set from."
     )
     last_transition_time: str = Field(
         max_length=64,
@@ -140,7 +142,7 @@ class TrainingTopologyStatus(StatusModel):
     """Status of a TrainingTopology: conditions, the plan, its reservation and prediction."""
 
     observed_generation: int | None = Field(
-        default=None, ge=0, le=MAX_INT64, description="Last metadata.generation reconciled."
+        default=None, ge=0, le=MAX_GENERATION, description="Last metadata.generation reconciled."
     )
     conditions: tuple[Condition, ...] = Field(
         default=(),

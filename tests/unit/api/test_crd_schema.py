@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from fabricfit.api import constants
 from fabricfit.api.crd import build_crd, model_schema
-from unit.api.apiserver import apply_defaults, schema_errors
+from unit.api.apiserver import apply_defaults, failed_rules, schema_errors
 
 Node = tuple[str, dict[str, Any]]
 FORBIDDEN = {
@@ -122,6 +122,8 @@ def test_schema_is_bounded(part: str, schema: dict[str, Any]) -> None:
             assert "maxItems" in node, path
         elif kind in ("integer", "number"):
             assert "minimum" in node and "maximum" in node, path
+            # The API server holds bounds as float64; integer bounds must convert back exactly.
+            assert abs(node["minimum"]) <= 2**53 and abs(node["maximum"]) <= 2**53, path
         elif kind == "object" and "additionalProperties" in node:
             assert "maxProperties" in node, path
 
@@ -130,8 +132,9 @@ def test_every_default_validates_against_its_node(spec_schema: dict[str, Any]) -
     defaults = [(p, n) for p, n in nodes(spec_schema) if "default" in n]
     assert {p for p, _ in defaults} >= {".parallelism", ".placement", ".gpusPerPod"}
     for path, node in defaults:
-        expanded = apply_defaults(node, node["default"])
-        assert schema_errors(node, expanded) == [], path
+        # As the API server checks a default: literally, against the schema and the CEL rules.
+        assert schema_errors(node, node["default"]) == [], path
+        assert failed_rules(node, node["default"]) == [], path
     assert apply_defaults(spec_schema, {})["parallelism"] == {
         "tensor": 1,
         "pipeline": 1,
@@ -218,7 +221,7 @@ def test_converter_inlines_refs_and_unwraps_optionals() -> None:
             "inner": {
                 "type": "object",
                 "description": "An inner model.",
-                "default": {},
+                "default": {"size": 1},
                 "properties": {
                     "size": {"type": "integer", "default": 1, "minimum": 1, "maximum": 9}
                 },
