@@ -49,7 +49,9 @@ class TorusSpec:
     ici_link_gb_per_s: float  # one-way bandwidth of one ICI link
     ici_efficiency: float  # fraction of line rate a collective reaches
     ici_hop_latency_us: float  # T_min per hop (~1 µs, scaling-book sharding.md)
-    wrap_rule: str  # "cube": wrap iff every axis is a multiple of cube_edge; "axis": axis == pod dim
+    wrap_rule: (
+        str  # "cube": wrap iff every axis is a multiple of cube_edge; "axis": axis == pod dim
+    )
     cube_edge: int  # OCS reconfiguration unit edge (4 for 4x4x4 cubes)
     ocs: bool  # optical circuit switches join cubes (v4, v5p)
     dcn_gb_per_s_per_host: float  # data-centre network between slices
@@ -104,7 +106,9 @@ class FabricProfile:
 
 
 _GPU_REQUIRED = tuple(
-    f.name for f in fields(FabricProfile) if f.name not in ("torus", "description", "sources", "_hash")
+    f.name
+    for f in fields(FabricProfile)
+    if f.name not in ("torus", "description", "sources", "_hash")
 )
 _TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
 
@@ -137,7 +141,9 @@ def _flag(doc: Mapping[str, Any], key: str) -> bool:
 def _choice(doc: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str:
     value = doc.get(key)
     if value not in allowed:
-        raise ProfileError(f"profile field {key!r} must be one of {', '.join(allowed)}, got {value!r}")
+        raise ProfileError(
+            f"profile field {key!r} must be one of {', '.join(allowed)}, got {value!r}"
+        )
     return str(value)
 
 

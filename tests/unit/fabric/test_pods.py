@@ -73,5 +73,5 @@ def test_bad_quantities_are_reported_against_the_node(pod: PodFactory) -> None:
 
 def test_pods_that_are_not_a_list_are_reported() -> None:
     diagnostics: list[Diagnostic] = []
-    assert gpus_in_use("pods", diagnostics) == {}  # type: ignore[arg-type]
+    assert gpus_in_use("pods", diagnostics) == {}
     assert len(diagnostics) == 1
