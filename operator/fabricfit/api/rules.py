@@ -12,126 +12,187 @@ Arithmetic is int64 in CEL and overflow is an evaluation error. Each dimension i
 world-size rules first bound the partial product and rely on CEL's error-absorbing ``&&``/``||``;
 the multiple-of-gpusPerPod rule stays silent when the pod limit is already exceeded, so an
 oversized spec gets one clear message.
+
+Each rule also carries the same check in Python (``violations``), so the offline CLI can report
+what the API server would reject; a test holds the two in agreement, case by case and over
+random parallelism sizes.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
+
+if TYPE_CHECKING:
+    from fabricfit.api.models import ModelShape, TrainingTopologySpec, WorkloadRef
 
 #: Most pods one workload may have: ``status.pods`` and ``status.reservation`` must fit in one
 #: etcd object (~1.5 MiB), and 4096 pods of 8 GPUs is already a 32,768-GPU job.
 MAX_PODS = 4096
 
 Reason = Literal["FieldValueInvalid", "FieldValueRequired", "FieldValueForbidden"]
+Check = Callable[["TrainingTopologySpec"], bool]
 
 _TPD = "self.parallelism.tensor * self.parallelism.pipeline * self.parallelism.data"
 _WORLD = f"{_TPD} * self.parallelism.context"
 _POD_LIMIT = f"{MAX_PODS} * self.gpusPerPod"
 
 
-def validation(
-    rule: str,
-    message: str,
-    field_path: str | None = None,
-    reason: Reason | None = None,
-) -> dict[str, JsonValue]:
-    """One ``x-kubernetes-validations`` entry (keys in the order kubectl shows them)."""
-    entry: dict[str, JsonValue] = {"rule": rule, "message": message}
-    if field_path is not None:
-        entry["fieldPath"] = field_path
-    if reason is not None:
-        entry["reason"] = reason
-    return entry
+@dataclass(frozen=True)
+class Rule:
+    """One ``x-kubernetes-validations`` entry and its Python twin (None: transition rules)."""
+
+    cel: str
+    message: str
+    field_path: str | None = None
+    reason: Reason | None = None
+    holds: Check | None = None
+
+    def entry(self) -> dict[str, JsonValue]:
+        """The entry as the CRD carries it (keys in the order kubectl shows them)."""
+        out: dict[str, JsonValue] = {"rule": self.cel, "message": self.message}
+        if self.field_path is not None:
+            out["fieldPath"] = self.field_path
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
 
 
-def validations(*entries: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    """The ``json_schema_extra`` that attaches ``entries`` to a model's schema node."""
-    return {"x-kubernetes-validations": list(entries)}
+def validations(*rules: Rule) -> dict[str, JsonValue]:
+    """The ``json_schema_extra`` that attaches ``rules`` to a model's schema node."""
+    return {"x-kubernetes-validations": [rule.entry() for rule in rules]}
 
 
-WORKLOAD_REF_RULES = validations(
-    validation(
+def _on_ref(check: Callable[[WorkloadRef], bool]) -> Check:
+    return lambda spec: spec.workload_ref is None or check(spec.workload_ref)
+
+
+def _on_model(check: Callable[[ModelShape], bool]) -> Check:
+    return lambda spec: spec.model is None or check(spec.model)
+
+
+def _fits_pod_limit(spec: TrainingTopologySpec) -> bool:
+    return spec.world_size <= MAX_PODS * spec.gpus_per_pod
+
+
+WORKLOAD_REF = (
+    Rule(
         "self.kind == 'Pod' || (has(self.name) && size(self.name) > 0)",
         "workloadRef.name is required unless kind is Pod",
         ".name",
         "FieldValueRequired",
+        _on_ref(lambda ref: ref.kind == "Pod" or bool(ref.name)),
     ),
-    validation(
+    Rule(
         "self.kind != 'Pod' || (has(self.podSelector) && size(self.podSelector) > 0"
         " && has(self.indexLabel))",
         "a workloadRef of kind Pod needs podSelector (at least one label) and indexLabel",
         reason="FieldValueRequired",
+        holds=_on_ref(
+            lambda ref: (
+                ref.kind != "Pod" or (bool(ref.pod_selector) and ref.index_label is not None)
+            )
+        ),
     ),
-    validation(
+    Rule(
         "self.kind != 'Pod' || self.apiVersion == 'v1'",
         "kind Pod is served by apiVersion v1",
         ".apiVersion",
+        holds=_on_ref(lambda ref: ref.kind != "Pod" or ref.api_version == "v1"),
     ),
-    validation(
+    Rule(
         "self == oldSelf",
         "workloadRef is immutable: create a new TrainingTopology for another workload",
     ),
 )
 
-PARALLELISM_RULES = validations(
-    validation(
+PARALLELISM = (
+    Rule(
         "self.data % self.expert == 0",
         "parallelism.expert must divide parallelism.data"
         " (expert-parallel groups are carved out of the data-parallel replicas)",
         ".expert",
+        holds=lambda spec: spec.parallelism.data % spec.parallelism.expert == 0,
     ),
 )
 
-MODEL_SHAPE_RULES = validations(
-    validation(
+MODEL_SHAPE = (
+    Rule(
         "self.experts == 0 || (self.topK >= 1 && self.topK <= self.experts)",
         "an MoE model (experts > 0) needs 1 <= topK <= experts",
         ".topK",
+        holds=_on_model(lambda m: m.experts == 0 or 1 <= m.top_k <= m.experts),
     ),
-    validation(
+    Rule(
         "self.experts > 0 || self.topK == 0",
         "topK applies only to MoE models (experts > 0)",
         ".topK",
         "FieldValueForbidden",
+        _on_model(lambda m: m.experts > 0 or m.top_k == 0),
     ),
 )
 
-SPEC_RULES = validations(
-    validation(
+SPEC = (
+    Rule(
         "has(self.workloadRef)",
         "workloadRef is required: name the Job, JobSet, PyTorchJob, LeaderWorkerSet or Pods",
         ".workloadRef",
         "FieldValueRequired",
+        lambda spec: spec.workload_ref is not None,
     ),
-    validation(
+    Rule(
         f"{_TPD} <= {_POD_LIMIT} && {_WORLD} <= {_POD_LIMIT}",
         f"a workload may have at most {MAX_PODS} pods:"
         f" tensor·pipeline·data·context must not exceed {MAX_PODS}·gpusPerPod",
         ".parallelism",
+        holds=_fits_pod_limit,
     ),
-    validation(
+    Rule(
         f"{_TPD} > {_POD_LIMIT} || {_WORLD} > {_POD_LIMIT} || ({_WORLD}) % self.gpusPerPod == 0",
         "the world size (tensor·pipeline·data·context) must be a multiple of gpusPerPod,"
         " so every pod carries a full block of ranks",
         ".gpusPerPod",
+        holds=lambda spec: not _fits_pod_limit(spec) or spec.world_size % spec.gpus_per_pod == 0,
     ),
-    validation(
+    Rule(
         "!has(self.model) || self.model.experts == 0"
         " || self.model.experts % self.parallelism.expert == 0",
         "model.experts must be a multiple of parallelism.expert (every expert-parallel rank"
         " holds the same number of experts, so expert <= experts)",
         ".parallelism.expert",
+        holds=lambda spec: (
+            spec.model is None
+            or spec.model.experts == 0
+            or spec.model.experts % spec.parallelism.expert == 0
+        ),
     ),
-    validation(
+    Rule(
         "self.parallelism.expert == 1 || !has(self.model) || self.model.experts > 0",
         "parallelism.expert > 1 needs an MoE model (model.experts > 0)",
         ".parallelism.expert",
+        holds=lambda spec: (
+            spec.parallelism.expert == 1 or spec.model is None or spec.model.experts > 0
+        ),
     ),
-    validation(
+    Rule(
         "!has(self.model) || self.model.layers >= self.parallelism.pipeline",
         "every pipeline stage needs at least one layer: model.layers >= parallelism.pipeline",
         ".parallelism.pipeline",
+        holds=lambda spec: spec.model is None or spec.model.layers >= spec.parallelism.pipeline,
     ),
 )
+
+WORKLOAD_REF_RULES = validations(*WORKLOAD_REF)
+PARALLELISM_RULES = validations(*PARALLELISM)
+MODEL_SHAPE_RULES = validations(*MODEL_SHAPE)
+SPEC_RULES = validations(*SPEC)
+ALL_RULES = (*SPEC, *WORKLOAD_REF, *PARALLELISM, *MODEL_SHAPE)
+
+
+def violations(spec: TrainingTopologySpec) -> list[str]:
+    """Messages of the (non-transition) CEL rules ``spec`` breaks, as the API server would
+    report them; empty when the API server would accept the spec."""
+    return [rule.message for rule in ALL_RULES if rule.holds is not None and not rule.holds(spec)]

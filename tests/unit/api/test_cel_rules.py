@@ -1,6 +1,7 @@
 """The CEL rules of the CRD, evaluated with cel-python after API-server-style defaulting: valid
 specs pass every rule, each crafted invalid spec fails exactly the rule meant to catch it, and
-the world-size rules agree with plain integer arithmetic (no int64 overflow) everywhere."""
+the world-size rules agree with plain integer arithmetic (no int64 overflow) everywhere; the
+Python twins of the rules (``violations``) report exactly what CEL reports."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricfit.api.rules import MAX_PODS
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.rules import ALL_RULES, MAX_PODS, violations
 
 Check = Callable[..., list[str]]
 
@@ -144,6 +146,29 @@ def test_invalid_spec_fails_exactly_its_rule(
     assert expected in failures[0]
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [*VALID.values(), *(spec for spec, _ in INVALID.values())],
+    ids=[*VALID.keys(), *INVALID.keys()],
+)
+def test_python_twins_report_what_cel_reports(spec: dict[str, Any], spec_failures: Check) -> None:
+    spec = _drop_nulls(copy.deepcopy(spec))
+    assert sorted(violations(TrainingTopologySpec.model_validate(spec))) == sorted(
+        spec_failures(spec)
+    )
+
+
+def test_every_rule_but_transitions_has_a_twin_and_a_failing_case() -> None:
+    caught = {message for spec, _ in INVALID.values() for message in _python(spec)}
+    for rule in ALL_RULES:
+        assert (rule.holds is None) == ("oldSelf" in rule.cel), rule.cel
+        assert rule.holds is None or rule.message in caught, rule.message
+
+
+def _python(spec: dict[str, Any]) -> list[str]:
+    return violations(TrainingTopologySpec.model_validate(_drop_nulls(copy.deepcopy(spec))))
+
+
 def test_workload_ref_is_immutable(spec_failures: Check) -> None:
     old = spec_with()
     renamed = spec_with(workloadRef={**BASE["workloadRef"], "name": "llama-70b-v2"})
@@ -176,3 +201,4 @@ def test_world_rules_agree_with_integer_arithmetic(
     assert any("multiple of gpusPerPod" in f for f in failures) == (
         not too_many and world % gpus_per_pod != 0
     )
+    assert sorted(_python(spec)) == sorted(failures)
