@@ -26,6 +26,9 @@ HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 
 # Scheduling gate fabricfit puts on pod templates in `pinned` mode.
 SCHEDULING_GATE: Final = "fabricfit.dev/placement"
+# Pod-template label naming the TrainingTopology that placed the pods (the rail-group pod
+# affinity selects on it, and the pod watch finds a topology's pods by it).
+TOPOLOGY_LABEL: Final = "fabricfit.dev/topology"
 
 # Kueue keys (exact names; see reference/kueue-tas.md).
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
@@ -39,6 +42,10 @@ JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
 JOBSET_JOB_INDEX_LABEL: Final = "jobset.sigs.k8s.io/job-index"
 KUBEFLOW_REPLICA_INDEX_LABEL: Final = "training.kubeflow.org/replica-index"
 LWS_WORKER_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/worker-index"
+# Labels that qualify the index labels above (which replicated job / replica type / group).
+JOBSET_REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+KUBEFLOW_REPLICA_TYPE_LABEL: Final = "training.kubeflow.org/replica-type"
+LWS_GROUP_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/group-index"
 
 FABRIC_PRESETS: Final = (
     "dgx-a100",

@@ -3,8 +3,10 @@
 Field names in YAML/JSON are camelCase (Kubernetes convention); Python attributes are snake_case.
 Models are frozen and reject unknown fields, so a typo in a spec is an error, not a silent default.
 The CRD schema in ``crds/`` is generated from these models (``fabricfit crd``); bounds declared
-here are enforced twice: by the API server (schema, CEL) and by pydantic when the operator or the
-CLI parses a spec.
+here are enforced twice: by the API server (schema) and by pydantic when the operator or the CLI
+parses a spec. Cross-field checks live in ``rules.py`` as CEL rules attached here through
+``json_schema_extra``; pydantic does not run them (a bare ``TrainingTopologySpec()`` stays
+constructible), so offline callers ask ``rules.violations(spec)``.
 """
 
 from __future__ import annotations

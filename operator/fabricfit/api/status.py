@@ -206,13 +206,22 @@ class TrainingTopologyStatus(StatusModel):
     @model_validator(mode="after")
     def _derive_summary(self) -> TrainingTopologyStatus:
         # Whatever was passed in, the summary is a function of the conditions; frozen models
-        # are set through object.__setattr__ during validation only.
+        # are set through object.__setattr__ during validation only. It counts as set exactly
+        # when the conditions are, so a partial patch never resets a summary to Pending.
         object.__setattr__(self, "summary", summarize(self.conditions))
+        if "conditions" in self.model_fields_set:
+            self.__pydantic_fields_set__.add("summary")
+        else:
+            self.__pydantic_fields_set__.discard("summary")
         return self
 
     def to_body(self) -> dict[str, Any]:
-        """The JSON body for a status patch: camelCase, unset optional fields left out."""
-        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+        """The JSON body of a status merge patch: camelCase, only the fields that were set.
+
+        Fields left unset are left out, so writing ``conditions`` alone can never wipe the
+        ``reservation`` (or kopf's bookkeeping) that another write recorded."""
+        fields = set(self.model_fields_set)
+        return self.model_dump(by_alias=True, mode="json", include=fields, exclude_none=True)
 
 
 def rfc3339(moment: datetime) -> str:

@@ -88,11 +88,21 @@ def test_round_trip_and_schema(status_schema: dict[str, Any]) -> None:
     assert TrainingTopologyStatus.model_validate(body) == status
 
 
-def test_empty_status_body_leaves_kopf_alone(status_schema: dict[str, Any]) -> None:
-    body = TrainingTopologyStatus().to_body()
-    assert "kopf" not in body and "predicted" not in body
-    assert body["summary"] == "Pending"
-    assert schema_errors(status_schema, body) == []
+def test_patch_bodies_carry_only_what_was_set(status_schema: dict[str, Any]) -> None:
+    assert TrainingTopologyStatus().to_body() == {}
+    reserve = TrainingTopologyStatus(reservation=(NodeReservation(node="gpu-a-0", gpus=8),))
+    assert reserve.to_body() == {"reservation": [{"node": "gpu-a-0", "gpus": 8}]}
+    release = TrainingTopologyStatus(reservation=(), summary="Placed")
+    assert release.to_body() == {"reservation": []}
+    planned = TrainingTopologyStatus(conditions=(cond("Planned", "False", "InsufficientGPUs"),))
+    assert set(planned.to_body()) == {"conditions", "summary"}
+    assert planned.to_body()["summary"] == "Waiting"
+    predicted = TrainingTopologyStatus(predicted=Prediction(step_comm_seconds=1.0))
+    assert predicted.to_body()["predicted"]["byDimension"] == dict.fromkeys(
+        ("tensor", "context", "expert", "data", "pipeline"), 0.0
+    )
+    for status in (reserve, release, planned, predicted):
+        assert schema_errors(status_schema, status.to_body()) == []
 
 
 def test_unknown_fields_are_ignored_and_kopf_is_kept() -> None:
