@@ -1,0 +1,212 @@
+"""Candidate algorithms for one collective on an NVLink + rail-optimised scale-out fabric.
+
+Theory of operation
+-------------------
+Each function returns the (algorithm, protocol, seconds, bottleneck) candidates NCCL would
+consider for the collective on this group shape; :mod:`fabricfit.cost.collectives` takes the
+fastest, as NCCL's tuner does (``enqueue.cc: topoGetAlgoInfo``). Times are
+``latency + bytes / bandwidth`` with NCCL's latency tables (:mod:`fabricfit.cost.nccl`) and the
+bandwidth of the tiers the group crosses:
+
+* ring (AR: 2(n−1) steps, RS/AG: n−1, broadcast/reduce: a pipelined chain): bandwidth-optimal,
+  latency linear in n (Thakur et al. 2005; cost-model.md §4.1);
+* tree (AR): NCCL's double binary tree across domains plus a chain inside each domain, latency
+  logarithmic in the number of domains; bandwidth 0.92 of the tier (tuning.cc) divided by the
+  tree edges the busiest domain carries (``tree_edges``: why 2–3 domains beat the ring, nccl#1801);
+* nvls / nvls-tree (AR, hardware with NVLink SHARP): in-switch reduction in the domain, a tree
+  across domains;
+* hierarchical (AR): reduce-scatter in the domain, all-reduce of 1/m of the buffer per rank on
+  its own rail across domains, all-gather in the domain — sequential phases (2D AR, scaling-book);
+* pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
+* pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
+  over NVLink, the rest over the domain's NICs (cost-model.md §2, §4.2: busbw ≈ N/(N−1) × NIC);
+* p2p (send-recv): one NVLink path, or one NIC (PXN keeps it on-rail; nccl 2.12 blog).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import NamedTuple
+
+from fabricfit.cost import nccl
+from fabricfit.cost.nccl import LL, LL128, SIMPLE
+from fabricfit.cost.shape import GroupShape
+from fabricfit.fabric.profiles import FabricProfile
+
+US = 1e-6
+GB = 1e9
+
+
+class Candidate(NamedTuple):
+    algorithm: str
+    protocol: str
+    latency_s: float  # the α term
+    transfer_s: float  # the bytes / bandwidth term
+    bottleneck: str  # tier limiting the transfer term
+
+    @property
+    def seconds(self) -> float:
+        return self.latency_s + self.transfer_s
+
+
+def _ring_bw(bus: float, shape: GroupShape, profile: FabricProfile, proto: int) -> float:
+    if proto == LL:
+        return min(bus * nccl.RING_PROTOCOL_FACTOR[LL], nccl.ll_cap_gb_per_s(shape, profile))
+    return bus * nccl.RING_PROTOCOL_FACTOR[proto]
+
+
+def ring(
+    size: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    load: float,
+    steps: int,
+    inter: int,
+    factor: float,
+) -> list[Candidate]:
+    """Ring with ``steps`` steps of which ``inter`` cross domains; ``factor`` = busbw factor."""
+    bus, tier = nccl.ring_gb_per_s(shape, profile, load)
+    out = []
+    for proto in (LL, LL128, SIMPLE):
+        bw = _ring_bw(bus, shape, profile, proto)
+        lat = nccl.ring_latency_us(shape, profile, steps, inter, proto)
+        out.append(
+            Candidate("ring", nccl.PROTOCOLS[proto], lat * US, factor * size / (bw * GB), tier)
+        )
+    return out
+
+
+def _log2_domains(shape: GroupShape) -> int:
+    return math.ceil(math.log2(shape.domains)) if shape.domains > 1 else 0
+
+
+def tree_edges(domains: int) -> int:
+    """Tree edges the busiest domain carries, summed over NCCL's two binary trees (trees.cc
+    ncclGetDtree: the second tree mirrors or shifts the first, so a leaf of one is inner in the
+    other). Each edge moves half the buffer each way: 2 domains → 2 edges (S per direction),
+    3 → 3 (1.5·S), more → 4 (2·S, NCCL's ×0.5 tree bus→alg conversion)."""
+    return min(domains, 4) if domains > 1 else 0
+
+
+def _tree_alg_gb_per_s(shape: GroupShape, profile: FabricProfile, load: float) -> tuple[float, str]:
+    """Simple-protocol tree all-reduce expressed as algbw (time = S / algbw). Inside a domain
+    the tree is a chain: each GPU port carries the reduce (up) and broadcast (down), 2·S."""
+    chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
+    if not shape.multi_domain:
+        return chain, "nvlink"
+    out, tier = nccl.scaleout_gb_per_s(shape, profile, load)
+    alg = nccl.TREE_SIMPLE_FACTOR * out * 2 / tree_edges(shape.domains)
+    if shape.max_per_domain > 1 and chain < alg:
+        return chain, "nvlink"
+    return alg, tier
+
+
+def tree_allreduce(
+    size: int, shape: GroupShape, profile: FabricProfile, load: float
+) -> list[Candidate]:
+    alg, tier = _tree_alg_gb_per_s(shape, profile, load)
+    one_node = shape.nodes <= 1
+    # relative to Simple: LL busBw/3.8, LL128 ×7/9 on one node (tuning.cc); 0.9 multi-node
+    # stands in for NCCL's per-channel LL128 tree caps
+    factors = (1 / nccl.TREE_LL_DIVISOR / nccl.TREE_SIMPLE_FACTOR, 0.845 if one_node else 0.9, 1.0)
+    intra_scale, inter_scale = nccl.nvlink_scale(profile), nccl.net_scale(profile)
+    out = []
+    for proto in (LL, LL128, SIMPLE):
+        intra = nccl.NVLINK_US["tree"][proto] * intra_scale
+        inter = nccl.NET_US["tree"][proto] * inter_scale + nccl.spine_extra_us(shape, profile)
+        hops = (shape.max_per_domain - 1) * intra + _log2_domains(shape) * inter
+        lat = nccl.BASE_US["tree"][proto] + 2 * hops
+        bw = alg * factors[proto]
+        if proto == LL:
+            bw = min(bw, nccl.ll_cap_gb_per_s(shape, profile) / 2)
+        out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat * US, size / (bw * GB), tier))
+    return out
+
+
+def nvls_allreduce(
+    size: int, shape: GroupShape, profile: FabricProfile, load: float
+) -> list[Candidate]:
+    """NVLS in one domain; NVLS-tree (NVLS inside, tree across) over several. Simple only."""
+    if not profile.nvls or shape.max_per_domain < 2:
+        return []
+    intra_lat = nccl.NVLINK_US["nvls"][SIMPLE] * nccl.nvlink_scale(profile)
+    intra_s = size / (nccl.nvls_algbw_gb_per_s(shape.max_per_domain, profile) * GB)
+    if not shape.multi_domain:
+        return [Candidate("nvls", "Simple", intra_lat * US, intra_s, "nvlink")]
+    out, tier = nccl.scaleout_gb_per_s(shape, profile, load)
+    inter_s = tree_edges(shape.domains) / 2 * size / (nccl.TREE_SIMPLE_FACTOR * out * GB)
+    inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * nccl.net_scale(profile)
+    inter_hop += nccl.spine_extra_us(shape, profile)
+    lat = nccl.BASE_US["nvls-tree"][SIMPLE] + intra_lat + 2 * _log2_domains(shape) * inter_hop
+    bottleneck = tier if inter_s >= intra_s else "nvlink"
+    return [Candidate("nvls-tree", "Simple", lat * US, max(intra_s, inter_s), bottleneck)]
+
+
+def hierarchical_allreduce(
+    size: int, shape: GroupShape, profile: FabricProfile, load: float
+) -> list[Candidate]:
+    if not shape.multi_domain or shape.min_per_domain < 2:
+        return []
+    m, d = shape.max_per_domain, shape.domains
+    intra_s = 2 * (m - 1) / m * size / (profile.nvlink_ring_gb_per_s * GB)
+    out, tier = nccl.scaleout_gb_per_s(shape, profile, load)
+    inter_s = 2 * (d - 1) / d * size / (out * GB)
+    lat = nccl.ring_latency_us(shape, profile, 2 * (m - 1) + 2 * (d - 1), 2 * (d - 1), SIMPLE)
+    bottleneck = tier if inter_s >= intra_s else "nvlink"
+    return [Candidate("hierarchical", "Simple", lat * US, intra_s + inter_s, bottleneck)]
+
+
+def pat(size: int, shape: GroupShape, profile: FabricProfile, load: float) -> list[Candidate]:
+    """PAT reduce-scatter / all-gather: only with one rank per node across nodes."""
+    n = shape.ranks
+    if shape.nodes != n or not shape.multi_domain:
+        return []
+    bus, tier = nccl.ring_gb_per_s(shape, profile, load)
+    net = nccl.NET_US["pat"][SIMPLE] * nccl.net_scale(profile) + nccl.spine_extra_us(shape, profile)
+    lat = nccl.BASE_US["pat"][SIMPLE] + _log2_domains(shape) * net / 3.5 + 2.8 * n
+    transfer = (n - 1) / n * size / (bus * nccl.PAT_FACTOR * GB)
+    return [Candidate("pat", "Simple", lat * US, transfer, tier)]
+
+
+def pairwise_alltoall(
+    size: int, shape: GroupShape, profile: FabricProfile, load: float
+) -> list[Candidate]:
+    n, m = shape.ranks, shape.max_per_domain
+    nvl_s = size * (m - 1) / n / (profile.nvlink_ring_gb_per_s * GB)
+    net_s, tier = 0.0, "nvlink"
+    if shape.multi_domain:
+        out, out_tier = nccl.scaleout_gb_per_s(shape, profile, load)
+        net_s = m * size * (n - m) / n / (out * GB)
+        if net_s > nvl_s:
+            tier = out_tier
+    hop_table = nccl.NET_US if shape.multi_domain else nccl.NVLINK_US
+    scale = nccl.net_scale(profile) if shape.multi_domain else nccl.nvlink_scale(profile)
+    # NCCL all-to-all is grouped send/recv without a tuner model: one p2p latency plus a
+    # per-peer issue cost (assumed equal to one NVLink LL hop, 0.6 µs, tuning.cc)
+    issue_us = (n - 1) * nccl.NVLINK_US["ring"][LL] * nccl.nvlink_scale(profile)
+    out_c = []
+    for proto in (LL, SIMPLE):
+        lat = nccl.BASE_US["ring"][proto] + hop_table["ring"][proto] * scale + issue_us
+        lat += nccl.spine_extra_us(shape, profile)
+        slow = 1 / nccl.RING_PROTOCOL_FACTOR[proto]
+        out_c.append(
+            Candidate("pairwise", nccl.PROTOCOLS[proto], lat * US, slow * max(nvl_s, net_s), tier)
+        )
+    return out_c
+
+
+def send_recv(size: int, shape: GroupShape, profile: FabricProfile, load: float) -> list[Candidate]:
+    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail)."""
+    if shape.multi_domain:
+        one_nic = replace(shape, min_nics_per_domain=1)
+        bus, tier = nccl.scaleout_gb_per_s(one_nic, profile, load)
+        inter = 1
+    else:
+        bus, tier, inter = profile.nvlink_ring_gb_per_s, "nvlink", 0
+    out = []
+    for proto in (LL, LL128, SIMPLE):
+        bw = _ring_bw(bus, shape, profile, proto)
+        lat = nccl.ring_latency_us(shape, profile, 1, inter, proto)
+        out.append(Candidate("p2p", nccl.PROTOCOLS[proto], lat * US, size / (bw * GB), tier))
+    return out

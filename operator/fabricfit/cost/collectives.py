@@ -1,0 +1,220 @@
+"""The collective cost model's public entry points.
+
+Theory of operation
+-------------------
+``estimate_shape`` is the pure, cached core: for a collective of ``size_bytes`` over a group whose
+placement is summarised by a :class:`GroupShape`, it lists every candidate (algorithm, protocol)
+the hardware supports (:mod:`fabricfit.cost.algorithms`, :mod:`fabricfit.cost.torus`), keeps the
+ones matching a forced ``algorithm`` if any, and returns the fastest, as NCCL's tuner does.
+Sizes follow nccl-tests (``doc/PERFORMANCE.md``): ``size_bytes`` is the per-rank buffer for
+all-reduce, broadcast, reduce and send-recv, and the whole per-rank buffer (count·n·elem) for
+reduce-scatter, all-gather and all-to-all; ``algbw = size / time`` and
+``busbw = algbw × f`` with f = 2(n−1)/n, (n−1)/n or 1. GB = 1e9 bytes.
+
+``load`` is the contention factor: how many groups share the busiest scale-out link of this
+group. ``estimate_concurrent`` derives it from the groups themselves (NICs used by several
+groups at once, e.g. eight DP rings forced onto one rail) and returns the slowest group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from fabricfit.cost import algorithms as alg
+from fabricfit.cost.algorithms import Candidate
+from fabricfit.cost.shape import CostError, GroupShape, summarize_group, summarize_with_nics
+from fabricfit.cost.torus import torus_candidates
+from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.topology import GpuSlot
+
+
+class Collective(StrEnum):
+    ALL_REDUCE = "all-reduce"
+    REDUCE_SCATTER = "reduce-scatter"
+    ALL_GATHER = "all-gather"
+    ALL_TO_ALL = "all-to-all"
+    BROADCAST = "broadcast"
+    REDUCE = "reduce"
+    SEND_RECV = "send-recv"
+
+
+@dataclass(frozen=True)
+class CollectiveEstimate:
+    collective: Collective
+    algorithm: str
+    protocol: str
+    seconds: float
+    algbw_gb_per_s: float
+    busbw_gb_per_s: float
+    bottleneck: str  # "nvlink" | "nic" | "leaf" | "spine" | "ici" | "dcn" | "latency"
+    size_bytes: int
+    ranks: int
+
+
+ALGORITHMS = (
+    "auto",
+    "ring",
+    "tree",
+    "nvls",
+    "nvls-tree",
+    "hierarchical",
+    "pat",
+    "pairwise",
+    "p2p",
+    "torus",
+)
+# A forced name matches its family: "nvls" covers NVLS-tree across domains, "ring" the torus rings.
+_FAMILY = {"nvls": ("nvls", "nvls-tree"), "ring": ("ring", "torus", "p2p")}
+
+
+def bus_factor(collective: Collective, ranks: int) -> float:
+    """nccl-tests busbw factor (doc/PERFORMANCE.md)."""
+    if collective is Collective.ALL_REDUCE:
+        return 2 * (ranks - 1) / ranks
+    if collective in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER, Collective.ALL_TO_ALL):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def _gpu_candidates(
+    collective: Collective, size: int, shape: GroupShape, profile: FabricProfile, load: float
+) -> list[Candidate]:
+    n, d = shape.ranks, shape.domains
+    factor = bus_factor(collective, n)
+    if collective is Collective.ALL_REDUCE:
+        return [
+            *alg.ring(size, shape, profile, load, 2 * (n - 1), 2 * (d - 1), factor),
+            *alg.tree_allreduce(size, shape, profile, load),
+            *alg.nvls_allreduce(size, shape, profile, load),
+            *alg.hierarchical_allreduce(size, shape, profile, load),
+        ]
+    if collective in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER):
+        return [
+            *alg.ring(size, shape, profile, load, n - 1, d - 1, factor),
+            *alg.pat(size, shape, profile, load),
+        ]
+    if collective is Collective.ALL_TO_ALL:
+        return alg.pairwise_alltoall(size, shape, profile, load)
+    if collective is Collective.SEND_RECV:
+        return alg.send_recv(size, shape, profile, load)
+    return alg.ring(size, shape, profile, load, n - 1, d - 1, factor)
+
+
+def _pick(
+    candidates: list[Candidate], algorithm: str, collective: Collective, profile: FabricProfile
+) -> Candidate:
+    if algorithm != "auto":
+        allowed = _FAMILY.get(algorithm, (algorithm,))
+        candidates = [c for c in candidates if c.algorithm in allowed]
+    if not candidates:
+        raise CostError(
+            f"algorithm {algorithm!r} does not apply to {collective} on {profile.name} "
+            "for this group"
+        )
+    return min(candidates, key=lambda c: c.seconds)
+
+
+@lru_cache(maxsize=1 << 16)
+def _estimate(
+    collective: Collective,
+    size: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    algorithm: str,
+    load: float,
+) -> CollectiveEstimate:
+    n = shape.ranks
+    if n == 1 or size == 0:
+        return CollectiveEstimate(collective, "none", "none", 0.0, 0.0, 0.0, "latency", size, n)
+    if profile.torus is not None:
+        candidates = torus_candidates(collective.value, size, shape, profile, load)
+    else:
+        candidates = _gpu_candidates(collective, size, shape, profile, load)
+    best = _pick(candidates, algorithm, collective, profile)
+    algbw = size / best.seconds / 1e9
+    return CollectiveEstimate(
+        collective=collective,
+        algorithm=best.algorithm,
+        protocol=best.protocol,
+        seconds=best.seconds,
+        algbw_gb_per_s=algbw,
+        busbw_gb_per_s=algbw * bus_factor(collective, n),
+        bottleneck=_bottleneck(best),
+        size_bytes=size,
+        ranks=n,
+    )
+
+
+def _bottleneck(best: Candidate) -> str:
+    # when the α term dominates, no link is the limit: more bandwidth would not help
+    return "latency" if best.latency_s > best.transfer_s else best.bottleneck
+
+
+def estimate_shape(
+    collective: Collective,
+    size_bytes: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    *,
+    algorithm: str = "auto",
+    load: float = 1.0,
+) -> CollectiveEstimate:
+    """Fastest algorithm for the collective on a group of this shape (pure, cached)."""
+    if size_bytes < 0:
+        raise CostError(f"size must be >= 0 bytes, got {size_bytes}")
+    if not load >= 1.0:
+        raise CostError(f"load must be >= 1, got {load}")
+    if algorithm not in ALGORITHMS:
+        raise CostError(f"unknown algorithm {algorithm!r} (one of {', '.join(ALGORITHMS)})")
+    return _estimate(
+        Collective(collective), int(size_bytes), shape, profile, algorithm, float(load)
+    )
+
+
+def estimate_collective(
+    collective: Collective,
+    size_bytes: int,
+    group: Sequence[GpuSlot],
+    profile: FabricProfile,
+    *,
+    algorithm: str = "auto",
+) -> CollectiveEstimate:
+    """Estimate for one group running alone on the fabric."""
+    return estimate_shape(
+        collective, size_bytes, summarize_group(group), profile, algorithm=algorithm
+    )
+
+
+def nic_loads(nic_sets: Sequence[frozenset[tuple[str, int]]]) -> list[int]:
+    """Per group: how many groups use its busiest NIC (1 when it uses none or shares none)."""
+    users: dict[tuple[str, int], int] = {}
+    for nics in nic_sets:
+        for nic in nics:
+            users[nic] = users.get(nic, 0) + 1
+    return [max((users[nic] for nic in nics), default=1) for nics in nic_sets]
+
+
+def estimate_concurrent(
+    collective: Collective,
+    size_bytes: int,
+    groups: Sequence[Sequence[GpuSlot]],
+    profile: FabricProfile,
+    *,
+    algorithm: str = "auto",
+) -> CollectiveEstimate:
+    """All groups run the collective at once; the slowest one's estimate is returned."""
+    if not groups:
+        raise CostError("estimate_concurrent needs at least one group")
+    summaries = [summarize_with_nics(g) for g in groups]
+    shapes = [shape for shape, _ in summaries]
+    loads = nic_loads([nics for _, nics in summaries])
+    estimates = {
+        (shape, load): estimate_shape(
+            collective, size_bytes, shape, profile, algorithm=algorithm, load=load
+        )
+        for shape, load in zip(shapes, loads, strict=True)
+    }
+    return max(estimates.values(), key=lambda e: e.seconds)
