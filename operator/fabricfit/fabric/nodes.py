@@ -25,7 +25,9 @@ from fabricfit.fabric.topology import Diagnostic, Taint
 TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 MAX_RAILS_PER_NODE = 64  # far above any NIC count shipped (DGX: 8 compute + 2 storage NICs)
 
-_Report = Callable[[str], None]  # the per-node diagnostic sink
+# The per-node diagnostic sink: (message, severity="warning"). "error" marks input that could not
+# be used at all (the node loses its GPUs); "warning" marks a label ignored or a default applied.
+_Report = Callable[..., None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +51,19 @@ def read_node_facts(
     name = str_at(raw, "metadata", "name")
     if not name:
         what = "is not an object" if not isinstance(raw, Mapping) else "has no metadata.name"
-        diagnostics.append(Diagnostic(node=f"nodes[{index}]", message=f"node {what}; skipped"))
+        message = f"node {what}; skipped"
+        diagnostics.append(Diagnostic(node=f"nodes[{index}]", message=message, severity="error"))
         return None
 
-    def report(message: str) -> None:
-        diagnostics.append(Diagnostic(node=name, message=message))
+    def report(message: str, severity: str = "warning") -> None:
+        diagnostics.append(Diagnostic(node=name, message=message, severity=severity))
 
     labels = _read_labels(raw, report)
     gpus, problem = parse_gpu_count(mapping_at(raw, "status", "allocatable").get(GPU_RESOURCE))
     if problem:
-        report(f"allocatable {GPU_RESOURCE}: {problem}; treating the node as having 0 GPUs")
+        report(
+            f"allocatable {GPU_RESOURCE}: {problem}; treating the node as having 0 GPUs", "error"
+        )
     reasons = _unavailable_reasons(raw, report)
     return NodeFacts(
         name=name,

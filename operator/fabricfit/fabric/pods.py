@@ -29,7 +29,8 @@ def gpus_in_use(pods: Sequence[Any], diagnostics: list[Diagnostic]) -> dict[str,
     """GPUs held per node name by non-terminal bound pods; problems go to ``diagnostics``."""
     used: dict[str, int] = {}
     if not isinstance(pods, Sequence) or isinstance(pods, str | bytes):
-        diagnostics.append(Diagnostic(node="", message="pods is not a list; ignored"))
+        message = "pods is not a list; ignored"
+        diagnostics.append(Diagnostic(node="", message=message, severity="error"))
         return used
     for pod in pods:
         node = str_at(pod, "spec", "nodeName")

@@ -69,7 +69,8 @@ def _collect_facts(
 ) -> list[NodeFacts]:
     """Validated facts of every usable node, sorted by name, first copy of a name wins."""
     if isinstance(nodes, Mapping | str | bytes) or not isinstance(nodes, Iterable):
-        diagnostics.append(Diagnostic(node="", message="nodes is not a list; no nodes read"))
+        message = "nodes is not a list; no nodes read"
+        diagnostics.append(Diagnostic(node="", message=message, severity="error"))
         return []
     by_name: dict[str, NodeFacts] = {}
     for index, raw in enumerate(nodes):

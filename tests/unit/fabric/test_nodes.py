@@ -154,3 +154,15 @@ def test_nameless_nodes_are_skipped_with_a_diagnostic(raw: object) -> None:
     assert read_node_facts(raw, 4, None, diagnostics) is None
     assert [d.node for d in diagnostics] == ["nodes[4]"]
     assert "skipped" in diagnostics[0].message
+
+
+def test_severity_marks_unusable_input_as_error(node: NodeFactory) -> None:
+    diagnostics: list[Diagnostic] = []
+    read_node_facts(node("n1", gpus="lots"), 0, None, diagnostics)
+    read_node_facts(node("n2", {"topology.fabricfit.dev/rails": "x"}), 1, None, diagnostics)
+    read_node_facts({}, 2, None, diagnostics)
+    assert [(d.node, d.severity) for d in diagnostics] == [
+        ("n1", "error"),
+        ("n2", "warning"),
+        ("nodes[2]", "error"),
+    ]

@@ -85,13 +85,37 @@ CASES: list[tuple[str, str, Mapping[str, str], RawTiers]] = [
         "topograph-legacy-spine-only",
         "topograph",
         {LEGACY + "spine": "s2"},
-        RawTiers(rail_group="s2"),
+        RawTiers(spine="s2"),
     ),
     (
         "topograph-clique-fallback",
         "topograph",
         {TG1 + "tier-0": "leaf1", "nvidia.com/gpu.clique": CLIQUE},
         RawTiers(rail_group="leaf1", rack=CLUSTER_UUID, nvlink_domain=CLIQUE),
+    ),
+    (
+        "topograph-v1-no-leaf-is-no-rail-group",
+        "topograph",
+        {TG1 + "tier-1": "s1", TG1 + "tier-2": "c1"},
+        RawTiers(spine="c1/s1"),
+    ),
+    (
+        "gke-block-only-is-a-spine",
+        "gke",
+        {GKE + "block": "b1"},
+        RawTiers(spine="b1"),
+    ),
+    (
+        "oke-network-block-only-is-a-spine",
+        "oke",
+        {OCI + "rdma.network_block_id": "nb1"},
+        RawTiers(spine="nb1"),
+    ),
+    (
+        "coreweave-superpod-only-is-a-spine",
+        "coreweave",
+        {"ib.coreweave.cloud/superpod": "3"},
+        RawTiers(spine="3"),
     ),
     (
         "gfd",

@@ -5,9 +5,9 @@ Theory of operation
 A scheme reader looks only at one node's labels and answers "which spine, rail group, rack and
 NVLink domain does this node name?" with the label values as they are (unqualified). Providers
 describe their switch hierarchy as an ordered list of levels; :func:`chain_from_finest` turns
-that list (finest first, gaps allowed) into the two tiers fabricfit models: the finest level is
-the rail group (the set of leaves one hop apart), the next one the spine, and every level above
-the spine is folded into the spine's path so that equal spine names under different cores stay
+that list (finest first, by position) into the two tiers fabricfit models: the leaf level is the
+rail group (the set of leaves one hop apart), the next one the spine, and every level above the
+spine is folded into the spine's path so that equal spine names under different cores stay
 different. Readers never raise: a bad value becomes a problem string and the level is absent.
 Qualification by parent levels happens later, in :mod:`fabricfit.fabric.places`.
 """
@@ -89,29 +89,27 @@ def chain_from_finest(
 ) -> tuple[str | None, str | None]:
     """(spine path, rail group) from switch levels ordered finest first.
 
-    A missing level in the middle (e.g. tier-0 and tier-2 but no tier-1) leaves us unable to say
-    which value is the spine, so only the contiguous run starting at the finest present level is
-    used and the rest is reported.
+    ``levels[0]`` is the leaf level (the rail group), ``levels[1]`` the spine and the rest sit
+    above it. Positions are kept even when a level is missing: a node without a leaf label has
+    no rail group rather than its spine promoted to one, which would promise one-hop paths that
+    do not exist. A missing level between present ones (tier-1 absent under tier-2) leaves us
+    unable to name the spine, so the levels above the gap are reported and ignored.
     """
-    present = [i for i, (_, value) in enumerate(levels) if value is not None]
-    if not present:
+    if not levels:
         return None, None
-    start = present[0]
     run: list[str] = []
-    for _key, value in levels[start:]:
+    for _key, value in levels[1:]:
         if value is None:
             break
         run.append(value)
-    skipped = [key for key, value in levels[start + len(run) :] if value is not None]
+    above_gap = levels[1 + len(run) :]
+    skipped = [key for key, value in above_gap if value is not None]
     if skipped:
-        missing = levels[start + len(run)][0]
         log.problems.append(
-            f"switch tier {missing} is missing below {', '.join(skipped)}; "
+            f"switch tier {above_gap[0][0]} is missing below {', '.join(skipped)}; "
             "ignoring the tiers above the gap"
         )
-    rail_group = run[0]
-    spine = "/".join(reversed(run[1:])) or None
-    return spine, rail_group
+    return "/".join(reversed(run)) or None, levels[0][1]
 
 
 def clique_domain(labels: Mapping[str, str], log: ProblemLog) -> tuple[str | None, str | None]:

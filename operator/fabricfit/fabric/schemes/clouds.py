@@ -4,8 +4,8 @@ Theory of operation
 -------------------
 Each provider publishes a switch hierarchy under its own keys and with its own direction
 (EKS counts layers from the top, OCI names latency bands). Each reader lists its switch levels
-finest first and lets :func:`chain_from_finest` map the finest to the rail group, the next to
-the spine and the rest into the spine path. The NVLink domain comes from the provider's own
+finest first and lets :func:`chain_from_finest` map the leaf level to the rail group, the next
+to the spine and the rest into the spine path. The NVLink domain comes from the provider's own
 label when it has one, else from ``nvidia.com/gpu.clique``.
 
 Mapping decisions (coarse → fine):
@@ -83,7 +83,12 @@ def read_gke(labels: Mapping[str, str]) -> Reading:
 
 def read_eks(labels: Mapping[str, str]) -> Reading:
     log = ProblemLog()
-    spine, rail_group = chain_from_finest(_levels(labels, EKS_LAYERS[::-1], log), log)
+    levels = _levels(labels, EKS_LAYERS[::-1], log)
+    # Layers count from the top and only some instance types have a 4th: the finest layer
+    # present is the one the node hangs off, so missing layers below it are not gaps.
+    while levels and levels[0][1] is None:
+        levels.pop(0)
+    spine, rail_group = chain_from_finest(levels, log)
     tiers = RawTiers(
         spine=spine, rail_group=rail_group, nvlink_domain=log.value(labels, EKS_ULTRASERVER)
     )
@@ -115,10 +120,12 @@ def _coreweave_level(labels: Mapping[str, str], name: str, log: ProblemLog) -> s
 
 def read_coreweave(labels: Mapping[str, str]) -> Reading:
     log = ProblemLog()
-    levels = [(n, _coreweave_level(labels, n, log)) for n in ("leafgroup", "superpod", "fabric")]
+    above = [(n, _coreweave_level(labels, n, log)) for n in ("superpod", "fabric")]
     # RoCE clusters have no superpods: there the fabric is the tier right above the leaf
     # group, so a missing superpod is not a gap.
-    spine, rail_group = chain_from_finest([lv for lv in levels if lv[1] is not None], log)
+    levels = [("leafgroup", _coreweave_level(labels, "leafgroup", log))]
+    levels += [(name, value) for name, value in above if value is not None]
+    spine, rail_group = chain_from_finest(levels, log)
     tiers = RawTiers(
         spine=spine,
         rail_group=rail_group,
