@@ -41,7 +41,10 @@ def build_snapshot(
     ``nodes``/``pods`` are Node/Pod objects as the API server returns them (``items`` of
     ``kubectl get … -o json``). ``scheme`` is one of ``LABEL_SCHEMES``; an unknown name is
     reported and treated as ``auto``. ``default_fabric`` is the fabric of nodes without a
-    ``topology.fabricfit.dev/fabric`` label.
+    ``topology.fabricfit.dev/fabric`` label. The snapshot's ``scheme`` is the resolved name:
+    under ``auto``, ``native`` when any node carries native tier labels (a detected provider
+    scheme then fills the levels they leave out), else the detected provider, else ``native``
+    (no topology labels at all: native defaults apply).
     """
     diagnostics: list[Diagnostic] = []
     facts = _collect_facts(nodes, default_fabric, diagnostics)

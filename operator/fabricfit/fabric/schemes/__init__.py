@@ -9,6 +9,24 @@ native tier keys: per node and per level the native label wins and the provider 
 Topograph outranks the cloud schemes because a cluster only carries its labels when someone
 installed it to describe the fabric; the clouds are mutually exclusive in practice and ordered
 by how much they describe; ``gfd`` (NVLink only) comes last.
+
+Mapping onto fabricfit's tiers (every level optional; the clique fallback is
+``nvidia.com/gpu.clique``: rack = ClusterUUID, NVLink domain = the whole value):
+
+=========  ======================  =====================  ==================  =====================
+scheme     spine (path)            rail group             rack                NVLink domain
+=========  ======================  =====================  ==================  =====================
+native     ``spine``               ``rail-group``         ``rack``            ``nvlink-domain``
+topograph  tier-N…/tier-1          tier-0 (leaf, block)   ``sub-domain``      ``domain`` / clique
+gfd        –                       –                      ClusterUUID         clique
+gke        gce-topology-block      gce-topology-subblock  (clique)            clique / A4X subblock
+eks        layer-1/…/next-finest   finest layer (3 or 4)  (clique)            ultraserver-id /
+                                                                              clique / P6e block
+oke        hpc_island/network_blk  local_block            host.rack_id        gpu_memory_fabric_id
+coreweave  fabric/superpod         leafgroup              node…/rack          nvlink.domain / clique
+=========  ======================  =====================  ==================  =====================
+
+Details and reasons live in each scheme's module.
 """
 
 from __future__ import annotations
