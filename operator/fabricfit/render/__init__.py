@@ -1,0 +1,1 @@
+"""Pure builders: workload and pod patches, Kueue annotations, status bodies, plan views."""

@@ -1,0 +1,120 @@
+"""TrainingTopology status bodies built from a placement decision (pure).
+
+Theory of operation
+-------------------
+``build_plan_status`` maps a :class:`~fabricfit.placement.decision.PlacementDecision` onto the
+plan fields of :class:`fabricfit.api.status.TrainingTopologyStatus`, in camelCase. It is meant
+as a merge patch on ``status``: every plan field is present, with ``[]`` or ``null`` where the
+decision has nothing, so a plan that became infeasible clears the pods, prediction and
+efficiency of the previous one instead of leaving them behind. Lists are capped at the
+schema's bounds so the API server never rejects a status write. Conditions and the summary
+are merged in by :func:`build_status`.
+
+``reservation`` (node → GPUs) is the double-booking guard and comes from
+:func:`reservation_of`; the operator writes it before pinning any pod.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.rules import MAX_PODS
+from fabricfit.api.status import (
+    MAX_DEGRADED_RANKS,
+    MAX_REASONS,
+    MAX_SECONDS,
+)
+from fabricfit.placement.decision import PlacementDecision, StepTimes
+from fabricfit.placement.layout import GROUP_KINDS
+from fabricfit.render.conditions import summarize, timestamp
+
+MAX_REASON_CHARS = 1024
+
+
+def reservation_of(decision: PlacementDecision, gpus_per_pod: int) -> dict[str, int]:
+    """GPUs the plan takes per node (pods on the node × ``gpus_per_pod``), sorted by node."""
+    if not decision.feasible:
+        return {}
+    pods_per_node = Counter(decision.pods)
+    return {node: pods_per_node[node] * gpus_per_pod for node in sorted(pods_per_node)}
+
+
+def build_plan_status(
+    decision: PlacementDecision,
+    *,
+    spec: TrainingTopologySpec,
+    workload_display: str,
+    reservation: Mapping[str, int],
+    generation: int,
+    label_scheme: str | None = None,
+    plan_hash: str | None = None,
+    planned_at: datetime | str | None = None,
+) -> dict[str, Any]:
+    """The plan part of ``status`` for ``decision`` (camelCase; see the module doc)."""
+    feasible = decision.feasible
+    predicted = _prediction(decision.predicted) if feasible else None
+    lower = _seconds(decision.lower_bound.step_comm_seconds) if decision.lower_bound else None
+    return {
+        "observedGeneration": generation,
+        "workload": workload_display,
+        "worldSize": spec.world_size,
+        "pods": [{"index": i, "node": n} for i, n in enumerate(decision.pods[:MAX_PODS])]
+        if feasible
+        else [],
+        "reservation": [
+            {"node": node, "gpus": gpus}
+            for node, gpus in sorted(reservation.items())[:MAX_PODS]
+            if gpus > 0
+        ],
+        "predicted": predicted,
+        "lowerBoundSeconds": lower if feasible else None,
+        "efficiency": round(decision.efficiency, 6) if predicted is not None else None,
+        "reasons": [r[:MAX_REASON_CHARS] for r in decision.reasons[:MAX_REASONS]],
+        "fabric": decision.fabric or None,
+        "labelScheme": label_scheme,
+        "planHash": plan_hash,
+        "plannedAt": timestamp(planned_at) if planned_at is not None else None,
+    }
+
+
+def build_status(
+    plan: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``plan`` plus ``conditions`` and the summary derived from them."""
+    return {**plan, "conditions": [dict(c) for c in conditions], "summary": summarize(conditions)}
+
+
+def degraded_ranks(
+    pods: Sequence[Mapping[str, Any]], gpus_per_pod: int, unavailable: Collection[str]
+) -> list[int]:
+    """Ranks whose planned node (``status.pods`` entries) is unavailable, ascending, capped."""
+    ranks: list[int] = []
+    for pod in sorted(pods, key=lambda p: int(p.get("index", 0))):
+        if pod.get("node") in unavailable:
+            first = int(pod["index"]) * gpus_per_pod
+            ranks.extend(range(first, first + gpus_per_pod))
+        if len(ranks) >= MAX_DEGRADED_RANKS:
+            break
+    return ranks[:MAX_DEGRADED_RANKS]
+
+
+def _prediction(times: StepTimes | None) -> dict[str, Any] | None:
+    if times is None:
+        return None
+    total = _seconds(times.step_comm_seconds)
+    if total is None:
+        return None
+    by_dimension = {k: _seconds(times.by_dimension.get(k, 0.0)) or 0.0 for k in GROUP_KINDS}
+    return {"stepCommSeconds": total, "byDimension": by_dimension}
+
+
+def _seconds(value: float) -> float | None:
+    """Seconds within the schema's bounds; None for NaN or infinity (nothing to report)."""
+    if not math.isfinite(value):
+        return None
+    return min(max(float(value), 0.0), MAX_SECONDS)
