@@ -83,9 +83,8 @@ def main() -> int:
         _estimate.cache_clear()
         estimate_shape(Collective.ALL_REDUCE, size, shape, profile)
 
-    print(
-        f"1,024-GPU all-reduce of 1 GiB on dgx-h100: {estimate_shape(Collective.ALL_REDUCE, size, shape, profile)}"
-    )
+    example = estimate_shape(Collective.ALL_REDUCE, size, shape, profile)
+    print(f"1,024-GPU all-reduce of 1 GiB on dgx-h100: {example}")
     cold = rate("estimate_shape, cache cleared every call (model arithmetic)", uncached)
     rate(
         "estimate_shape, warm cache",
@@ -107,9 +106,8 @@ def main() -> int:
     )
     print(f"estimate_step: {1e3 / step_rate:.2f} ms per call (target <= 5 ms)")
     ok = cold >= 20_000
-    print(
-        f"requirement >= 20,000 evaluations/s of estimate_shape: {'met' if ok else 'NOT met'} ({cold:,.0f}/s)"
-    )
+    verdict = "met" if ok else "NOT met"
+    print(f"requirement >= 20,000 evaluations/s of estimate_shape: {verdict} ({cold:,.0f}/s)")
     return 0 if ok else 1
 
 

@@ -1,0 +1,176 @@
+"""``fabricfit cost``: predict one collective on a fabric preset (offline, no cluster needed).
+
+The ranks are the first G GPUs of each of N nodes, nodes packed into NVLink domains in order
+(a gb200-nvl72 node is a 4-GPU compute tray, 18 per NVL72 domain; a TPU node is a host of 4
+chips in one slice). GPU j of a node uses rail ``j·K/gpus_per_node``; nodes form rail groups of
+256 GPUs rounded up to whole NVLink domains (a DGX SuperPOD scalable unit: 32 DGX nodes under 8
+rail leaves, scaling-book gpus.md) under one spine. Imports no kopf and no Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+
+from fabricfit.cli.common import EXIT_OK, Parser, UsageError
+from fabricfit.cost import Collective, CollectiveEstimate, CostError, estimate_collective
+from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError, get_profile
+from fabricfit.fabric.topology import GpuSlot
+
+UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*$", re.IGNORECASE)
+MAX_NODES = 65_536
+MAX_SIZE_BYTES = 2**50
+SU_GPUS = 256  # DGX SuperPOD scalable unit (scaling-book gpus.md)
+
+
+def configure(parser: Parser) -> None:
+    parser.add_argument(
+        "--fabric", required=True, metavar="PRESET", help=f"fabric preset (e.g. {DEFAULT_PROFILE})"
+    )
+    parser.add_argument(
+        "--collective", required=True, metavar="C", help=", ".join(c.value for c in Collective)
+    )
+    parser.add_argument(
+        "--size", required=True, metavar="SIZE", help="bytes per rank, e.g. 4096, 64KiB, 1GiB, 2GB"
+    )
+    parser.add_argument(
+        "--nodes",
+        required=True,
+        type=int,
+        metavar="N",
+        help="nodes (GB200: 4-GPU trays; TPU: hosts)",
+    )
+    parser.add_argument(
+        "--gpus-per-node", required=True, type=int, metavar="G", help="ranks on each node"
+    )
+    parser.add_argument(
+        "--nics-per-node", type=int, metavar="K", help="override the preset's NICs per node"
+    )
+    parser.add_argument("--algorithm", default="auto", choices=("ring", "tree", "nvls", "auto"))
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def parse_size(text: str) -> int:
+    """``SIZE`` in bytes: a number with an optional unit B, KB, MB, GB (1e3) or KiB, MiB, GiB."""
+    match = SIZE_PATTERN.match(text)
+    if match is None:
+        raise UsageError(
+            f"invalid --size {text!r}: use a number with B, KiB, MiB, GiB, KB, MB or GB"
+        )
+    unit = (match.group(2) or "B").upper()
+    size = round(float(match.group(1)) * UNITS[unit])
+    if not 1 <= size <= MAX_SIZE_BYTES:
+        raise UsageError(f"invalid --size {text!r}: must be between 1 byte and 1 PiB")
+    return size
+
+
+def _profile(args: argparse.Namespace) -> FabricProfile:
+    try:
+        profile = get_profile(args.fabric)
+    except ProfileError as err:
+        raise UsageError(str(err)) from None
+    if args.nics_per_node is not None:
+        if not 1 <= args.nics_per_node <= 64:
+            raise UsageError(f"--nics-per-node must be between 1 and 64, got {args.nics_per_node}")
+        profile = dataclasses.replace(profile, nics_per_node=args.nics_per_node)
+    return profile
+
+
+def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
+    try:
+        collective = Collective(args.collective)
+    except ValueError:
+        names = ", ".join(c.value for c in Collective)
+        raise UsageError(f"unknown --collective {args.collective!r} (one of {names})") from None
+    if not 1 <= args.nodes <= MAX_NODES:
+        raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, got {args.nodes}")
+    if not 1 <= args.gpus_per_node <= profile.gpus_per_node:
+        raise UsageError(
+            f"--gpus-per-node must be between 1 and {profile.gpus_per_node} on {profile.name}, "
+            f"got {args.gpus_per_node}"
+        )
+    if args.algorithm == "nvls" and not profile.nvls:
+        raise UsageError(
+            f"--algorithm nvls needs NVSwitch in-switch reduction; {profile.name} has none"
+        )
+    if args.algorithm in ("tree", "nvls") and profile.is_torus:
+        raise UsageError(
+            f"--algorithm {args.algorithm} does not exist on a TPU torus ({profile.name})"
+        )
+    return collective
+
+
+def build_group(profile: FabricProfile, nodes: int, gpus: int) -> list[GpuSlot]:
+    """The first ``gpus`` GPUs of ``nodes`` nodes, packed into NVLink domains in order."""
+    per_domain_nodes = max(1, profile.gpus_per_nvlink_domain // profile.gpus_per_node)
+    su_domains = max(1, -(-SU_GPUS // profile.gpus_per_nvlink_domain))
+    slots = []
+    for n in range(nodes):
+        domain = n // per_domain_nodes
+        for j in range(gpus):
+            slots.append(
+                GpuSlot(
+                    node=f"node-{n}",
+                    gpu=j,
+                    rail=j * profile.nics_per_node // profile.gpus_per_node,
+                    nvlink_domain=f"domain-{domain}",
+                    rail_group=f"su-{domain // su_domains}",
+                    spine="spine-0",
+                )
+            )
+    return slots
+
+
+def _render(profile: FabricProfile, estimate: CollectiveEstimate, args: argparse.Namespace) -> str:
+    rows = [
+        ("fabric", profile.name),
+        ("collective", f"{estimate.collective.value}, {estimate.size_bytes:,} bytes per rank"),
+        ("ranks", f"{estimate.ranks} ({args.nodes} nodes x {args.gpus_per_node})"),
+        ("algorithm", f"{estimate.algorithm} / {estimate.protocol}"),
+        ("time", _seconds(estimate.seconds)),
+        ("algbw", f"{estimate.algbw_gb_per_s:,.2f} GB/s"),
+        ("busbw", f"{estimate.busbw_gb_per_s:,.2f} GB/s"),
+        ("bottleneck", estimate.bottleneck),
+    ]
+    return "\n".join(f"{key:<11} {value}" for key, value in rows)
+
+
+def _seconds(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def execute(args: argparse.Namespace) -> int:
+    profile = _profile(args)
+    collective = _check(args, profile)
+    size = parse_size(args.size)
+    group = build_group(profile, args.nodes, args.gpus_per_node)
+    try:
+        estimate = estimate_collective(collective, size, group, profile, algorithm=args.algorithm)
+    except CostError as err:
+        raise UsageError(str(err)) from None
+    if args.json:
+        body = {
+            "fabric": profile.name,
+            "collective": estimate.collective.value,
+            "size_bytes": estimate.size_bytes,
+            "ranks": estimate.ranks,
+            "nodes": args.nodes,
+            "gpus_per_node": args.gpus_per_node,
+            "algorithm": estimate.algorithm,
+            "protocol": estimate.protocol,
+            "seconds": estimate.seconds,
+            "algbw_gb_per_s": estimate.algbw_gb_per_s,
+            "busbw_gb_per_s": estimate.busbw_gb_per_s,
+            "bottleneck": estimate.bottleneck,
+        }
+        print(json.dumps(body, sort_keys=True))
+    else:
+        print(_render(profile, estimate, args))
+    return EXIT_OK
