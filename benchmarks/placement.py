@@ -19,17 +19,12 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
 import tracemalloc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from baselines import BASELINES
-
+from baselines import BASELINES  # the script's own directory is sys.path[0]
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot, FabricPlace, NodeInfo
@@ -54,16 +49,31 @@ class Job:
 
 
 JOBS = (
-    Job("64 GPU 13B tp8 pp2 dp4", Parallelism(tensor=8, pipeline=2, data=4),
-        ModelShape(parameters=13_000_000_000, hidden_size=5120, layers=40, micro_batches=8)),
-    Job("512 GPU 70B tp8 pp4 dp16", Parallelism(tensor=8, pipeline=4, data=16),
-        ModelShape(parameters=70_000_000_000, hidden_size=8192, layers=80, micro_batches=16)),
-    Job("512 GPU MoE tp8 ep8 dp64", Parallelism(tensor=8, data=64, expert=8),
-        ModelShape(parameters=47_000_000_000, hidden_size=4096, layers=32, experts=64, top_k=2)),
-    Job("1024 GPU 70B tp8 pp8 dp16", Parallelism(tensor=8, pipeline=8, data=16),
-        ModelShape(parameters=70_000_000_000, hidden_size=8192, layers=80, micro_batches=32)),
-    Job("4096 GPU 405B tp8 pp16 dp32", Parallelism(tensor=8, pipeline=16, data=32),
-        ModelShape(parameters=405_000_000_000, hidden_size=16384, layers=126, micro_batches=64)),
+    Job(
+        "64 GPU 13B tp8 pp2 dp4",
+        Parallelism(tensor=8, pipeline=2, data=4),
+        ModelShape(parameters=13_000_000_000, hidden_size=5120, layers=40, micro_batches=8),
+    ),
+    Job(
+        "512 GPU 70B tp8 pp4 dp16",
+        Parallelism(tensor=8, pipeline=4, data=16),
+        ModelShape(parameters=70_000_000_000, hidden_size=8192, layers=80, micro_batches=16),
+    ),
+    Job(
+        "512 GPU MoE tp8 ep8 dp64",
+        Parallelism(tensor=8, data=64, expert=8),
+        ModelShape(parameters=47_000_000_000, hidden_size=4096, layers=32, experts=64, top_k=2),
+    ),
+    Job(
+        "1024 GPU 70B tp8 pp8 dp16",
+        Parallelism(tensor=8, pipeline=8, data=16),
+        ModelShape(parameters=70_000_000_000, hidden_size=8192, layers=80, micro_batches=32),
+    ),
+    Job(
+        "4096 GPU 405B tp8 pp16 dp32",
+        Parallelism(tensor=8, pipeline=16, data=32),
+        ModelShape(parameters=405_000_000_000, hidden_size=16384, layers=126, micro_batches=64),
+    ),
 )
 
 
@@ -88,10 +98,16 @@ def make_cluster(nodes: int, fragmentation: float, seed: int = 7) -> ClusterSnap
         rail_group = f"{spine}/su-{group}"
         infos.append(
             NodeInfo(
-                name=f"gpu-{i:05d}", gpus=GPUS, free_gpus=free[i], rails=GPUS,
-                place=FabricPlace(spine=spine, rail_group=rail_group,
-                                  rack=f"{rail_group}/rack-{(i % RAIL_GROUP_NODES) // RACK_NODES}",
-                                  nvlink_domain=f"gpu-{i:05d}"),
+                name=f"gpu-{i:05d}",
+                gpus=GPUS,
+                free_gpus=free[i],
+                rails=GPUS,
+                place=FabricPlace(
+                    spine=spine,
+                    rail_group=rail_group,
+                    rack=f"{rail_group}/rack-{(i % RAIL_GROUP_NODES) // RACK_NODES}",
+                    nvlink_domain=f"gpu-{i:05d}",
+                ),
                 fabric="dgx-h100",
             )
         )
@@ -113,7 +129,9 @@ class Row:
     baselines_ms: dict[str, float | None]
 
 
-def measure(snapshot: ClusterSnapshot, job: Job, repeats: int) -> tuple[list[float], float, float | None]:
+def measure(
+    snapshot: ClusterSnapshot, job: Job, repeats: int
+) -> tuple[list[float], float, float | None]:
     profile = get_profile("dgx-h100")
     request = _request(job)
     times: list[float] = []
@@ -138,7 +156,11 @@ def baseline_times(snapshot: ClusterSnapshot, job: Job) -> dict[str, float | Non
     out: dict[str, float | None] = {}
     for name, place in BASELINES.items():
         slots = place(domains, layout.pods, 11)
-        out[name] = None if slots is None else model.predict(model.rank_slots(slots)).step_comm_seconds * 1e3
+        out[name] = (
+            None
+            if slots is None
+            else model.predict(model.rank_slots(slots)).step_comm_seconds * 1e3
+        )
     return out
 
 
@@ -159,24 +181,36 @@ def run(cases: list[tuple[int, float, Job]], repeats: int) -> list[Row]:
         if job.parallelism.world_size > nodes * GPUS:
             continue
         times, peak, ours = measure(snapshot, job, repeats)
-        row = Row(f"{nodes} nodes, {frag:.0%} used", job.label, statistics.median(times),
-                  _percentile(times, 0.95), peak, ours, baseline_times(snapshot, job))
+        row = Row(
+            f"{nodes} nodes, {frag:.0%} used",
+            job.label,
+            statistics.median(times),
+            _percentile(times, 0.95),
+            peak,
+            ours,
+            baseline_times(snapshot, job),
+        )
         rows.append(row)
         print_row(row)
     return rows
 
 
 def print_header() -> None:
-    print(f"{'cluster':<22} {'job':<28} {'p50 ms':>8} {'p95 ms':>8} {'peak MiB':>9} "
-          f"{'ours ms':>9} {'spread':>9} {'bestfit':>9} {'random':>9} {'bestfit/ours':>12}")
+    print(
+        f"{'cluster':<22} {'job':<28} {'p50 ms':>8} {'p95 ms':>8} {'peak MiB':>9} "
+        f"{'ours ms':>9} {'spread':>9} {'bestfit':>9} {'random':>9} {'bestfit/ours':>12}"
+    )
 
 
 def print_row(row: Row) -> None:
     b = row.baselines_ms
     ratio = (b["bestfit"] / row.ours_ms) if row.ours_ms and b.get("bestfit") else None
-    print(f"{row.cluster:<22} {row.job:<28} {row.p50_ms:>8.1f} {row.p95_ms:>8.1f} "
-          f"{row.peak_mib:>9.1f} {_fmt(row.ours_ms):>9} {_fmt(b['spread']):>9} "
-          f"{_fmt(b['bestfit']):>9} {_fmt(b['random']):>9} {_fmt(ratio):>12}", flush=True)
+    print(
+        f"{row.cluster:<22} {row.job:<28} {row.p50_ms:>8.1f} {row.p95_ms:>8.1f} "
+        f"{row.peak_mib:>9.1f} {_fmt(row.ours_ms):>9} {_fmt(b['spread']):>9} "
+        f"{_fmt(b['bestfit']):>9} {_fmt(b['random']):>9} {_fmt(ratio):>12}",
+        flush=True,
+    )
 
 
 def print_verdict(rows: list[Row]) -> None:
@@ -187,15 +221,25 @@ def print_verdict(rows: list[Row]) -> None:
         for name, value in r.baselines_ms.items()
         if value is not None and r.ours_ms is not None and r.ours_ms > value * 1.0001
     ]
-    ratios = [r.baselines_ms["bestfit"] / r.ours_ms for r in fragmented
-              if r.ours_ms and r.baselines_ms.get("bestfit")]
+    ratios = [
+        r.baselines_ms["bestfit"] / r.ours_ms
+        for r in fragmented
+        if r.ours_ms and r.baselines_ms.get("bestfit")
+    ]
     print()
     print(f"fragmented cases: {len(fragmented)}; worse than a baseline: {len(worse)} {worse}")
     if ratios:
-        print(f"BestFit/ours on fragmented clusters: mean {statistics.mean(ratios):.2f}x, "
-              f"geometric mean {statistics.geometric_mean(ratios):.2f}x, min {min(ratios):.2f}x")
-    target = [r for r in rows if r.cluster.startswith("4096") and r.job.startswith("1024")
-              and not r.cluster.endswith(" 0% used")]
+        print(
+            f"BestFit/ours on fragmented clusters: mean {statistics.mean(ratios):.2f}x, "
+            f"geometric mean {statistics.geometric_mean(ratios):.2f}x, min {min(ratios):.2f}x"
+        )
+    target = [
+        r
+        for r in rows
+        if r.cluster.startswith("4096")
+        and r.job.startswith("1024")
+        and not r.cluster.endswith(" 0% used")
+    ]
     for r in target:
         print(f"target 1024-GPU job on {r.cluster}: p50 {r.p50_ms:.1f} ms (goal ≤ 250 ms)")
 
@@ -209,8 +253,11 @@ def print_growth(rows: list[Row]) -> None:
     for job in jobs:
         cells = []
         for c in clusters:
-            hit = [r for r in rows if r.job == job and r.cluster.startswith(c + ",")
-                   and r.cluster.endswith("30% used")]
+            hit = [
+                r
+                for r in rows
+                if r.job == job and r.cluster.startswith(c + ",") and r.cluster.endswith("30% used")
+            ]
             cells.append(f"{hit[0].p50_ms:>12.1f}" if hit else f"{'-':>12}")
         print(f"{job:<28} " + " ".join(cells))
 

@@ -72,26 +72,53 @@ def _objects(path: str, what: str) -> list[dict[str, Any]]:
         raise UsageError(f"{what} file {path}: {err}") from None
 
 
-def parse_topology(objects: list[dict[str, Any]], path: str) -> TrainingTopologySpec:
-    """The spec of the single TrainingTopology (or bare spec) in ``objects``."""
-    if len(objects) != 1:
+def parse_topology(
+    objects: list[dict[str, Any]], path: str
+) -> tuple[TrainingTopologySpec, dict[str, Any] | None]:
+    """The single TrainingTopology (or bare spec) in ``objects``, and the pod template of the
+    workload it names when that workload is in the same file."""
+    topologies = [o for o in objects if o.get("kind") == "TrainingTopology"]
+    if not topologies and len(objects) == 1 and "kind" not in objects[0]:
+        topologies = [{"spec": objects[0]}] if "spec" not in objects[0] else objects
+    if len(topologies) != 1:
         raise UsageError(
-            f"topology file {path}: expected one TrainingTopology, found {len(objects)}"
+            f"topology file {path}: expected one TrainingTopology, found {len(topologies)}"
         )
-    obj = objects[0]
-    kind = obj.get("kind")
-    if kind is not None and kind != "TrainingTopology":
-        raise UsageError(f"topology file {path}: kind is {kind!r}, expected TrainingTopology")
-    is_object = kind is not None or "apiVersion" in obj or "spec" in obj
-    raw = obj.get("spec") if is_object else obj
+    raw = topologies[0].get("spec")
     if not isinstance(raw, dict):
         raise UsageError(f"topology file {path}: spec is missing or not a mapping")
     try:
-        return TrainingTopologySpec.model_validate(raw)
+        spec = TrainingTopologySpec.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
         raise UsageError(f"topology file {path}: spec.{where}: {first.get('msg')}") from None
+    return spec, _workload_template(spec, objects)
+
+
+def _workload_template(
+    spec: TrainingTopologySpec, objects: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    ref = spec.workload_ref
+    if ref is None:
+        return None
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == ref.kind and meta.get("name") == ref.name:
+            return _pod_template_of(obj)
+    return None
+
+
+def _pod_template_of(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod template carrying the ranks: Job, JobSet (first replicated job), Pod."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        return obj
+    if obj.get("kind") == "JobSet":
+        jobs = spec.get("replicatedJobs") or [{}]
+        spec = ((jobs[0] or {}).get("template") or {}).get("spec") or {}
+    template = spec.get("template")
+    return template if isinstance(template, dict) else None
 
 
 def choose_fabric(snapshot: ClusterSnapshot, *requested: str | None) -> str:
@@ -108,7 +135,7 @@ def choose_fabric(snapshot: ClusterSnapshot, *requested: str | None) -> str:
 def execute(args: argparse.Namespace) -> int:
     nodes = _objects(args.nodes, "nodes")
     pods = _objects(args.pods, "pods") if args.pods else []
-    spec = parse_topology(_objects(args.topology, "topology"), args.topology)
+    spec, template = parse_topology(_objects(args.topology, "topology"), args.topology)
     snapshot = build_snapshot(nodes, pods, scheme=args.label_scheme or spec.label_scheme)
     fabric = choose_fabric(snapshot, args.fabric, spec.fabric)
     try:
@@ -116,7 +143,7 @@ def execute(args: argparse.Namespace) -> int:
     except ProfileError as err:
         raise UsageError(str(err)) from None
     try:
-        request = request_from_spec(spec)
+        request = request_from_spec(spec, template)
     except ValueError as err:
         raise UsageError(f"topology file {args.topology}: {err}") from None
     decision = plan_placement(snapshot, request, profile)

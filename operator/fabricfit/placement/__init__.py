@@ -7,8 +7,7 @@ Public entry points: :func:`plan_placement` (heuristic, any cluster size) and
 from fabricfit.placement.decision import LargestFit, PlacementDecision, RankPlacement, StepTimes
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
 from fabricfit.placement.request import PlacementRequest, request_from_spec
-
-# from fabricfit.placement.search import plan_placement  # TEMP until cost lands
+from fabricfit.placement.search import plan_placement
 
 __all__ = [
     "LargestFit",

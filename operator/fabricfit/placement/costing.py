@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabricfit.cost.step import StepCommEstimate, estimate_step, step_lower_bound
+from fabricfit.cost.step import StepCommEstimate, estimate_step
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
+from fabricfit.placement.bounds import hardware_of, placement_lower_bound
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, RankLayout
 from fabricfit.placement.request import PlacementRequest
@@ -74,11 +75,5 @@ class StepModel:
         return to_step_times(estimate)
 
     def lower_bound(self) -> StepTimes:
-        estimate = step_lower_bound(
-            self._request.parallelism,
-            self._request.model,
-            self._profile,
-            self._request.gpus_per_pod,
-            self._groups,
-        )
-        return to_step_times(estimate)
+        hardware = hardware_of(self._snapshot.nodes, self._profile)
+        return placement_lower_bound(self._layout, self._request, self._profile, hardware)

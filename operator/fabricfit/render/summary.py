@@ -22,6 +22,8 @@ INDENT = "  "
 
 def format_seconds(seconds: float) -> str:
     """``0.0123`` → ``12.3 ms``."""
+    if seconds == 0:
+        return "0"
     if seconds >= 1.0:
         return f"{seconds:.3g} s"
     if seconds >= 1e-3:

@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.decision import PlacementDecision
+from fabricfit.placement.layout import GROUP_KINDS
 from fabricfit.placement.slots import leaf_key, node_sort_key
 
 GPU_PX = 16
@@ -62,6 +63,9 @@ FOREIGN_FILL = "#b8b8b8"
 SVG_NS = "http://www.w3.org/2000/svg"
 MAX_LISTED_RANKS = 8
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
+LEGEND_COLUMNS = 3
+LEGEND_COLUMN_PX = 270
+LEGEND_PX = PAD_PX * 2 + LEGEND_COLUMNS * LEGEND_COLUMN_PX
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +145,8 @@ def _gpu_elements(
     layout: _Layout, node: NodeInfo, ranks: Mapping[tuple[str, int], _Rank], reserved: int
 ) -> list[str]:
     x, y = layout.rows[node.name]
-    out = [f'<text x="{x}" y="{y + 12}" class="node">{escape(node.name)}</text>']
+    label = node.name if node.available else f"{node.name} ✗"
+    out = [f'<text x="{x}" y="{y + 12}" class="node">{escape(label)}</text>']
     foreign = node.gpus - node.free_gpus
     for gpu in range(node.gpus):
         gx, gy = _gpu_xy(layout, node.name, gpu)
@@ -155,7 +160,7 @@ def _gpu_elements(
                 f'<text x="{gx + GPU_PX / 2}" y="{gy + 11}" class="stage">{info.stage}</text>'
             )
             continue
-        kind = "foreign" if gpu < foreign else "reserved" if gpu < foreign + reserved else "free"
+        kind = _idle_kind(node, gpu, foreign, reserved)
         out.append(
             f'<rect x="{gx}" y="{gy}" width="{GPU_PX}" height="{GPU_PX}" class="{kind}">'
             f"<title>{escape(f'{node.name} GPU {gpu}: {kind}')}</title></rect>"
@@ -166,6 +171,14 @@ def _gpu_elements(
 def _list(group: Sequence[int]) -> str:
     shown = ", ".join(str(r) for r in group[:MAX_LISTED_RANKS])
     return shown + (", …" if len(group) > MAX_LISTED_RANKS else "")
+
+
+def _idle_kind(node: NodeInfo, gpu: int, foreign: int, reserved: int) -> str:
+    if gpu < foreign:
+        return "foreign"
+    if not node.available:
+        return "unavailable"
+    return "reserved" if gpu < foreign + reserved else "free"
 
 
 def _ring_elements(
@@ -203,6 +216,7 @@ STYLE = (
     ".free{fill:#fff;stroke:#999;stroke-dasharray:2 2}"
     f".foreign{{fill:{FOREIGN_FILL};stroke:#888}}"
     ".reserved{fill:url(#hatch);stroke:#888}"
+    ".unavailable{fill:#f3d6d6;stroke:#b55}"
     ".rank{stroke:#333;stroke-width:0.5}"
     ".ring{fill:none;stroke-width:1.6;stroke-opacity:0.75}"
 )
@@ -220,7 +234,8 @@ def build_svg(
     layout = _Layout(visible)
     ranks = _rank_info(decision)
     body: list[str] = []
-    for kind, x, y, w, h, label in layout.boxes:
+    depth = {"spine": 0, "railgroup": 1, "rack": 2}
+    for kind, x, y, w, h, label in sorted(layout.boxes, key=lambda box: depth[box[0]]):
         body.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" class="{kind}"/>')
         body.append(f'<text x="{x + 6}" y="{y + 14}">{escape(label)}</text>')
     by_name = {n.name: n for n in visible}
@@ -229,7 +244,7 @@ def build_svg(
     body.extend(_ring_elements(layout, decision, by_name))
     hidden = len(snapshot.nodes) - len(visible)
     caption = _caption(decision, hidden)
-    width, height = max(layout.width, 640.0), layout.height + 40
+    width, height = max(layout.width, LEGEND_PX), layout.height + 52
     return (
         "\n".join(
             [
@@ -242,7 +257,7 @@ def build_svg(
                 f'<text x="{PAD_PX}" y="20" class="title">{escape(title)}</text>',
                 f'<text x="{PAD_PX}" y="34">{escape(caption)}</text>',
                 *body,
-                _legend(height - 24),
+                _legend(height - 44),
                 "</svg>",
             ]
         )
@@ -254,7 +269,12 @@ def _caption(decision: PlacementDecision, hidden: int) -> str:
     state = "placed" if decision.feasible else "infeasible"
     parts = [f"{state}; fabric {decision.fabric or 'default'}"]
     if decision.feasible and decision.predicted is not None:
+        predicted_ms = decision.predicted.step_comm_seconds * 1e3
+        parts.append(f"predicted step communication {predicted_ms:.3g} ms")
         parts.append(f"efficiency {decision.efficiency:.1%}")
+    sizes = {k: max((len(g) for g in decision.groups.get(k, ())), default=1) for k in GROUP_KINDS}
+    if decision.groups:
+        parts.append("job " + " · ".join(f"{k} {v}" for k, v in sizes.items()))
     if hidden:
         parts.append(f"{hidden} nodes in untouched rail groups not drawn")
     return "; ".join(parts)
@@ -266,17 +286,22 @@ def _legend(y: float) -> str:
         ("free", "", "free GPU"),
         ("foreign", "", "GPU held by other pods"),
         ("reserved", "", "reserved by another plan"),
+        ("unavailable", "", "node unavailable (✗)"),
     ]
     parts: list[str] = []
-    x = float(PAD_PX)
-    for kind, fill, label in items:
+    for index, (kind, fill, label) in enumerate(items):
+        x = PAD_PX + (index % LEGEND_COLUMNS) * LEGEND_COLUMN_PX
+        row_y = y + (index // LEGEND_COLUMNS) * 18
         fill_attr = f' fill="{fill}"' if fill else ""
-        parts.append(f'<rect x="{x}" y="{y}" width="12" height="12" class="{kind}"{fill_attr}/>')
-        parts.append(f'<text x="{x + 16}" y="{y + 10}">{escape(label)}</text>')
-        x += 20 + 6.2 * len(label)
+        parts.append(
+            f'<rect x="{x}" y="{row_y}" width="12" height="12" class="{kind}"{fill_attr}/>'
+        )
+        parts.append(f'<text x="{x + 16}" y="{row_y + 10}">{escape(label)}</text>')
+    x = PAD_PX + (len(items) % LEGEND_COLUMNS) * LEGEND_COLUMN_PX
+    row_y = y + (len(items) // LEGEND_COLUMNS) * 18
     parts.append(
-        f'<line x1="{x}" y1="{y + 6}" x2="{x + 20}" y2="{y + 6}" class="ring" '
+        f'<line x1="{x}" y1="{row_y + 6}" x2="{x + 12}" y2="{row_y + 6}" class="ring" '
         f"stroke={quoteattr(RAIL_PALETTE[0])}/>"
     )
-    parts.append(f'<text x="{x + 24}" y="{y + 10}">data-parallel ring (colour = rail)</text>')
+    parts.append(f'<text x="{x + 16}" y="{row_y + 10}">data-parallel ring (colour = rail)</text>')
     return "\n".join(parts)
