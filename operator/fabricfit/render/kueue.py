@@ -89,7 +89,7 @@ _CANDIDATES: Final[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
     },
     # EKS numbers layers from the top; the finest layer a node carries is its rail group.
     "eks": {
-        "spine": EKS_LAYERS[2::-1],
+        "spine": EKS_LAYERS[2::-1],  # fixed up from the rail group's layer
         "rail_group": EKS_LAYERS[::-1],
         "nvlink_domain": (EKS_ULTRASERVER, GPU_CLIQUE_LABEL),
     },
@@ -120,12 +120,22 @@ def tier_label_keys(scheme: str, label_sets: Iterable[Mapping[str, str]] = ()) -
     resolution = resolve(scheme, nodes)
     keys: dict[str, str] = {}
     for tier in TIERS_FINEST_FIRST[1:]:
-        native = _CANDIDATES["native"].get(tier, ()) if resolution.native else ()
+        with_native = resolution.native or resolution.provider is None
+        native = _CANDIDATES["native"].get(tier, ()) if with_native else ()
         provider = _provider_keys(resolution.provider, tier)
         carried = next((k for k in (*native, *provider) if any(k in n for n in nodes)), None)
-        chosen = carried or next(iter(provider or native), None)
+        # With no nodes to look at, the scheme's own key; with nodes, only keys they carry.
+        chosen = carried if nodes else next(iter(provider or native), None)
         if chosen is not None:
             keys[tier] = chosen
+    rail_group = keys.get("rail_group")
+    if rail_group in EKS_LAYERS:
+        # EKS layers are relative: the spine is the layer right above the rail group's.
+        above = EKS_LAYERS.index(rail_group) - 1
+        if above >= 0:
+            keys["spine"] = EKS_LAYERS[above]
+        else:
+            keys.pop("spine", None)
     keys["hostname"] = HOSTNAME_LABEL
     return keys
 
