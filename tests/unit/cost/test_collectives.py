@@ -1,0 +1,215 @@
+"""Table-driven checks of the collective cost model: definitions, algorithm choice, errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fabricfit.cost import (
+    Collective,
+    CostError,
+    GroupShape,
+    estimate_collective,
+    estimate_concurrent,
+    estimate_shape,
+    summarize_group,
+)
+from fabricfit.cost.torus import slice_shape, wraps
+from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.topology import GpuSlot
+
+H100 = get_profile("dgx-h100")
+A100 = get_profile("dgx-a100")
+V5E = get_profile("tpu-v5e")
+V4 = get_profile("tpu-v4")
+GIB = 1 << 30
+
+
+def node_gpus(
+    nodes: int, gpus: int, *, rails: int = 8, rail_group: str | None = "su0", domain: str = ""
+) -> list[GpuSlot]:
+    """GPUs 0..gpus-1 of each node; each node its own NVLink domain unless ``domain`` is given."""
+    return [
+        GpuSlot(f"n{n}", j, j * rails // 8, domain or f"n{n}", rail_group, "s0")
+        for n in range(nodes)
+        for j in range(gpus)
+    ]
+
+
+FACTORS = {
+    Collective.ALL_REDUCE: lambda n: 2 * (n - 1) / n,
+    Collective.REDUCE_SCATTER: lambda n: (n - 1) / n,
+    Collective.ALL_GATHER: lambda n: (n - 1) / n,
+    Collective.ALL_TO_ALL: lambda n: (n - 1) / n,
+    Collective.BROADCAST: lambda n: 1.0,
+    Collective.REDUCE: lambda n: 1.0,
+    Collective.SEND_RECV: lambda n: 1.0,
+}
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+@pytest.mark.parametrize(("nodes", "gpus"), [(1, 8), (4, 8), (16, 1)])
+def test_algbw_and_busbw_follow_nccl_tests_definitions(
+    collective: Collective, nodes: int, gpus: int
+) -> None:
+    est = estimate_collective(collective, GIB, node_gpus(nodes, gpus), H100)
+    n = nodes * gpus
+    assert est.ranks == n and est.size_bytes == GIB and est.collective is collective
+    assert est.algbw_gb_per_s == pytest.approx(GIB / est.seconds / 1e9)
+    assert est.busbw_gb_per_s == pytest.approx(est.algbw_gb_per_s * FACTORS[collective](n))
+
+
+@pytest.mark.parametrize(
+    ("size", "algorithm", "protocol"),
+    [
+        (8, "ring", "LL"),
+        (256 << 10, "ring", "LL"),
+        (64 << 20, "nvls", "Simple"),
+        (16 * GIB, "nvls", "Simple"),
+    ],
+)
+def test_single_h100_node_picks_what_nccl_picks(size: int, algorithm: str, protocol: str) -> None:
+    # "8B~1MB Ring LL; 2MB~16GB NVLS Simple" on 8x H100 (nccl-tests#309)
+    est = estimate_collective(Collective.ALL_REDUCE, size, node_gpus(1, 8), H100)
+    assert (est.algorithm, est.protocol) == (algorithm, protocol)
+
+
+def test_single_rank_and_empty_buffer_cost_nothing() -> None:
+    assert estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(1, 1), H100).seconds == 0.0
+    assert estimate_collective(Collective.ALL_GATHER, 0, node_gpus(2, 8), H100).seconds == 0.0
+
+
+@pytest.mark.parametrize(
+    ("collective", "profile", "group", "algorithm"),
+    [
+        (Collective.ALL_REDUCE, A100, node_gpus(1, 8), "nvls"),  # no NVLink SHARP on Ampere
+        (Collective.ALL_GATHER, H100, node_gpus(1, 8), "tree"),  # NCCL's tree is all-reduce only
+        (Collective.ALL_GATHER, H100, node_gpus(2, 8), "pat"),  # PAT needs one rank per node
+        (Collective.ALL_REDUCE, H100, node_gpus(1, 8), "hierarchical"),  # needs several domains
+        (Collective.ALL_REDUCE, V5E, node_gpus(4, 4), "tree"),
+    ],
+)
+def test_forcing_an_inapplicable_algorithm_is_an_error(
+    collective, profile, group, algorithm
+) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CostError):
+        estimate_collective(collective, GIB, group, profile, algorithm=algorithm)
+
+
+def test_forced_algorithms_that_apply() -> None:
+    pat = estimate_collective(
+        Collective.ALL_GATHER, 1 << 20, node_gpus(16, 1), H100, algorithm="pat"
+    )
+    assert pat.algorithm == "pat"
+    two = estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(2, 8), H100, algorithm="nvls")
+    assert two.algorithm == "nvls-tree"
+    hier = estimate_collective(
+        Collective.ALL_REDUCE, GIB, node_gpus(4, 8), H100, algorithm="hierarchical"
+    )
+    ring = estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(4, 8), H100, algorithm="ring")
+    assert hier.seconds > ring.seconds  # sequential phases never beat NCCL's pipelined ring
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"size_bytes": -1}, "size"), ({"load": 0.5}, "load"), ({"algorithm": "magic"}, "algorithm")],
+)
+def test_bad_arguments_raise_cost_error(kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"size_bytes": GIB, "load": 1.0, "algorithm": "auto", **kwargs}
+    shape = summarize_group(node_gpus(1, 8))
+    with pytest.raises(CostError, match=message):
+        estimate_shape(
+            Collective.ALL_REDUCE,
+            args["size_bytes"],  # type: ignore[arg-type]
+            shape,
+            H100,
+            algorithm=args["algorithm"],  # type: ignore[arg-type]
+            load=args["load"],  # type: ignore[arg-type]
+        )
+    with pytest.raises(CostError):
+        summarize_group([])
+    with pytest.raises(CostError):
+        estimate_concurrent(Collective.ALL_REDUCE, GIB, [], H100)
+
+
+def test_summary_of_known_layouts() -> None:
+    shape = summarize_group(node_gpus(4, 8))
+    assert shape == GroupShape(32, 4, 4, 8, 8, 8, 8, 1, False, 1, True)
+    assert not shape.crosses_spine
+    one_per_node = summarize_group([s for s in node_gpus(4, 8) if s.gpu == 3])
+    assert (one_per_node.min_nics_per_domain, one_per_node.rail_aligned) == (1, True)
+    skew = summarize_group([s for s in node_gpus(2, 8) if s.gpu == (0 if s.node == "n0" else 5)])
+    assert not skew.rail_aligned and skew.crosses_spine
+    unlabelled = summarize_group(node_gpus(2, 8, rail_group=None))
+    assert unlabelled.ungrouped and unlabelled.crosses_spine
+    no_domain = summarize_group([dataclasses.replace(s, nvlink_domain="") for s in node_gpus(2, 4)])
+    assert no_domain.domains == 2
+
+
+def test_estimates_are_cached_and_shapes_hashable() -> None:
+    shape = summarize_group(node_gpus(8, 8))
+    first = estimate_shape(Collective.ALL_REDUCE, GIB, shape, H100)
+    assert estimate_shape(Collective.ALL_REDUCE, GIB, shape, H100) is first
+    assert hash(shape) == hash(summarize_group(node_gpus(8, 8)))
+
+
+def test_bottleneck_names_the_limiting_tier() -> None:
+    assert (
+        estimate_collective(Collective.ALL_REDUCE, 8, node_gpus(1, 8), H100).bottleneck == "latency"
+    )
+    assert (
+        estimate_collective(Collective.ALL_GATHER, GIB, node_gpus(1, 8), H100).bottleneck
+        == "nvlink"
+    )
+    assert (
+        estimate_collective(Collective.ALL_GATHER, GIB, node_gpus(4, 8), H100).bottleneck == "nic"
+    )
+    tpu_slice = node_gpus(16, 4, domain="slice")
+    assert estimate_collective(Collective.ALL_GATHER, GIB, tpu_slice, V5E).bottleneck == "ici"
+
+
+def test_contention_halves_a_shared_nic() -> None:
+    a = [s for s in node_gpus(4, 8, rails=4) if s.gpu == 0]
+    b = [s for s in node_gpus(4, 8, rails=4) if s.gpu == 1]  # GPUs 0 and 1 share NIC 0
+    alone = estimate_collective(Collective.ALL_GATHER, GIB, a, H100)
+    together = estimate_concurrent(Collective.ALL_GATHER, GIB, [a, b], H100)
+    assert together.busbw_gb_per_s == pytest.approx(alone.busbw_gb_per_s / 2, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("chips", "dims", "axes"),
+    [
+        (4, (16, 16, 16), (2, 2, 1)),
+        (8, (16, 16, 16), (2, 2, 2)),
+        (64, (16, 16, 16), (4, 4, 4)),
+        (256, (16, 16), (16, 16)),
+        (32, (16, 16), (8, 4)),
+        (12, (16, 16, 16), (3, 2, 2)),
+    ],
+)
+def test_tpu_slices_are_most_cubic(
+    chips: int, dims: tuple[int, ...], axes: tuple[int, ...]
+) -> None:
+    assert slice_shape(chips, dims) == axes
+
+
+def test_tpu_wraparound_rules_and_their_cost() -> None:
+    assert wraps((4, 4, 4), V4.torus) == (True, True, True)  # type: ignore[arg-type]
+    assert wraps((4, 2, 2), V4.torus) == (False, False, False)  # type: ignore[arg-type]
+    assert wraps((16, 8), V5E.torus) == (True, False)  # type: ignore[arg-type]
+    cube = estimate_collective(
+        Collective.ALL_GATHER, GIB, node_gpus(16, 4, domain="s"), V4
+    )  # 4x4x4
+    brick = estimate_collective(
+        Collective.ALL_GATHER, GIB, node_gpus(8, 4, domain="s"), V4
+    )  # 4x4x2
+    assert cube.busbw_gb_per_s > 1.5 * brick.busbw_gb_per_s
+
+
+def test_tpu_slices_talk_over_dcn() -> None:
+    # 16 single-host slices: a 2x2 ICI reduce inside each, a 16-way DCN all-reduce between
+    est = estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(16, 4), V5E)
+    assert est.bottleneck == "dcn" and est.algorithm == "torus"
+    one_slice = estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(16, 4, domain="s"), V5E)
+    assert est.seconds > one_slice.seconds
