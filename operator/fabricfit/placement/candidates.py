@@ -126,17 +126,38 @@ class _Packer:
             return target
         if sum(caps) < need:
             return None
-        prev_spine = self.domains[previous].spine if previous is not None else None
-        order = sorted(
-            range(len(caps)), key=lambda i: (self.domains[i].spine != prev_spine, -caps[i], i)
-        )
         pending = list(block)
         first: int | None = None
-        for index in order:
+        for index in self._split_order(caps, need, packing, previous):
             while pending and self.capacity(index) > 0:
                 self.take_unit(index, pending.pop(0))
                 first = index if first is None else first
         return first
+
+    def _split_order(
+        self, caps: list[int], need: int, packing: str, previous: int | None
+    ) -> list[int]:
+        """Domains to fill a block that fits no single one: inside one spine if any spine holds
+        it (the previous block's spine first), fullest domains first, so the block crosses as
+        few leaves as possible and no spine boundary unless it must."""
+        spine_caps: dict[str, int] = {}
+        for i, cap in enumerate(caps):
+            spine = self.domains[i].spine
+            spine_caps[spine] = spine_caps.get(spine, 0) + cap
+        fitting = [s for s, cap in spine_caps.items() if cap >= need]
+        prev_spine = self.domains[previous].spine if previous is not None else None
+        by_room = sorted(range(len(caps)), key=lambda i: (-caps[i], i))
+        if not fitting:
+            return sorted(by_room, key=lambda i: -spine_caps[self.domains[i].spine])
+        if prev_spine in fitting:
+            spine = prev_spine
+        elif packing == "first-fit":
+            spine = min(
+                fitting, key=lambda s: min(i for i in by_room if self.domains[i].spine == s)
+            )
+        else:
+            spine = min(fitting, key=lambda s: (spine_caps[s], s))
+        return [i for i in by_room if self.domains[i].spine == spine]
 
     def _choose_whole(
         self, whole: list[int], caps: list[int], packing: str, previous: int | None

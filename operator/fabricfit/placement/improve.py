@@ -39,12 +39,17 @@ def _signature(slot: PodSlot, job_nodes: set[str]) -> tuple[str, ...]:
 def free_representatives(
     domains: Sequence[LeafDomain], used: Sequence[PodSlot]
 ) -> tuple[PodSlot, ...]:
-    """One free slot per signature, in fabric order."""
+    """One free slot per signature: leaf domains the job already uses first, then the other
+    leaf domains of its spines (moves further away never beat the candidates' scopes)."""
     taken = set(used)
     job_nodes = {s.node for s in used}
+    job_leaves = {s.leaf for s in used}
+    job_spines = {s.spine for s in used}
+    nearby = [d for d in domains if d.spine in job_spines]
+    nearby.sort(key=lambda d: d.key not in job_leaves)
     seen: set[tuple[str, ...]] = set()
     reps: list[PodSlot] = []
-    for domain in domains:
+    for domain in nearby:
         for slot in domain.slots:
             if slot in taken:
                 continue

@@ -40,6 +40,7 @@ from fabricfit.placement.scoring import Rejected, Scored, Scorer
 from fabricfit.placement.slots import build_leaf_domains
 
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
+SATURATED_SCORE = 99.95
 
 
 def plan_placement(
@@ -100,6 +101,8 @@ def plan_placement(
             largest_feasible=largest_fit(request, units_free, unit_pods),
         )
     budget = default_move_budget(layout.pods) if move_budget is None else move_budget
+    if scored[0].scores.get("communication-time", 0.0) >= SATURATED_SCORE:
+        budget = 0  # already at the lower bound: no move can shorten communication
     movable = [u[0] for b in blocks for u in b if len(u) == 1]
     best, _ = improve(scorer, scored[0], domains, movable, budget)
     return _decision(best, scorer, layout, fabric)
