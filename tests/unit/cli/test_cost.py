@@ -1,0 +1,169 @@
+"""``fabricfit cost``: flags, JSON and human output, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fabricfit.cli.cost import parse_size
+from fabricfit.cli.main import main
+
+BASE = ["cost", "--fabric", "dgx-h100", "--collective", "all-reduce", "--size", "1GiB"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_has_the_contract_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run([*BASE, "--nodes", "4", "--gpus-per-node", "8", "--json"], capsys)
+    assert (code, err) == (0, "")
+    body = json.loads(out)
+    for key in (
+        "seconds",
+        "algorithm",
+        "algbw_gb_per_s",
+        "busbw_gb_per_s",
+        "protocol",
+        "bottleneck",
+    ):
+        assert key in body
+    assert body["ranks"] == 32 and body["size_bytes"] == 1 << 30 and body["fabric"] == "dgx-h100"
+    assert body["algbw_gb_per_s"] == pytest.approx(body["size_bytes"] / body["seconds"] / 1e9)
+    assert len(out.strip().splitlines()) == 1
+
+
+def test_human_output_is_a_small_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*BASE, "--nodes", "1", "--gpus-per-node", "8"], capsys)
+    assert code == 0
+    labels = [line.split()[0] for line in out.splitlines()]
+    assert labels == [
+        "fabric",
+        "collective",
+        "ranks",
+        "algorithm",
+        "time",
+        "algbw",
+        "busbw",
+        "bottleneck",
+    ]
+    assert "nvls" in out and "GB/s" in out
+
+
+def test_gb200_nodes_are_trays_and_two_racks_cross_the_network(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "cost",
+        "--fabric",
+        "gb200-nvl72",
+        "--collective",
+        "all-gather",
+        "--size",
+        "8GiB",
+        "--json",
+    ]
+    _, one_rack, _ = run([*argv, "--nodes", "18", "--gpus-per-node", "4"], capsys)
+    _, two_racks, _ = run([*argv, "--nodes", "36", "--gpus-per-node", "4"], capsys)
+    assert json.loads(one_rack)["ranks"] == 72 and json.loads(one_rack)["bottleneck"] == "nvlink"
+    assert json.loads(two_racks)["ranks"] == 144
+
+
+def test_nics_override_and_forced_algorithm(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*BASE, "--nodes", "8", "--gpus-per-node", "8", "--algorithm", "ring", "--json"]
+    _, eight, _ = run(argv, capsys)
+    _, two, _ = run([*argv, "--nics-per-node", "2"], capsys)
+    assert json.loads(eight)["algorithm"] == "ring"
+    assert json.loads(two)["busbw_gb_per_s"] < json.loads(eight)["busbw_gb_per_s"] / 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--fabric", "dgx-z900", "--nodes", "1", "--gpus-per-node", "8"],
+            "unknown fabric profile",
+        ),
+        (
+            ["--collective", "gossip", "--nodes", "1", "--gpus-per-node", "8"],
+            "unknown --collective",
+        ),
+        (["--size", "12 parsecs", "--nodes", "1", "--gpus-per-node", "8"], "invalid --size"),
+        (["--size", "0", "--nodes", "1", "--gpus-per-node", "8"], "invalid --size"),
+        (["--nodes", "0", "--gpus-per-node", "8"], "--nodes must be"),
+        (["--nodes", "two", "--gpus-per-node", "8"], "--nodes"),
+        (["--nodes", "1", "--gpus-per-node", "9"], "--gpus-per-node must be between 1 and 8"),
+        (["--nodes", "1", "--gpus-per-node", "8", "--nics-per-node", "0"], "--nics-per-node"),
+        (["--nodes", "1", "--gpus-per-node", "8", "--algorithm", "magic"], "--algorithm"),
+        (
+            ["--fabric", "dgx-a100", "--nodes", "1", "--gpus-per-node", "8", "--algorithm", "nvls"],
+            "no",
+        ),
+        (
+            ["--fabric", "tpu-v4", "--nodes", "4", "--gpus-per-node", "4", "--algorithm", "tree"],
+            "torus",
+        ),
+        (
+            [
+                "--collective",
+                "all-gather",
+                "--nodes",
+                "2",
+                "--gpus-per-node",
+                "8",
+                "--algorithm",
+                "tree",
+            ],
+            "tree",
+        ),
+        (["--nodes", "1"], "required"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run([*BASE, *extra], capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("4096", 4096),
+        ("64KiB", 65536),
+        ("1 MiB", 1 << 20),
+        ("2GiB", 2 << 30),
+        ("3KB", 3000),
+        ("5MB", 5 * 10**6),
+        ("1GB", 10**9),
+        ("10B", 10),
+        ("1.5GiB", 3 << 29),
+        ("8gib", 8 << 30),
+    ],
+)
+def test_size_units(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_cost_does_not_import_kopf_or_kubernetes() -> None:
+    code = (
+        "import sys; from fabricfit.cli.main import main;"
+        "rc = main(['cost','--fabric','tpu-v5e','--collective','all-gather','--size','1MiB',"
+        "'--nodes','4','--gpus-per-node','4','--json']);"
+        "assert rc == 0; assert 'kopf' not in sys.modules and 'kubernetes' not in sys.modules"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["algorithm"] == "torus"

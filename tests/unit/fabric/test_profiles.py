@@ -1,0 +1,162 @@
+"""Fabric profiles: presets, lookup errors and validation of custom YAML profiles."""
+
+from __future__ import annotations
+
+import dataclasses
+from importlib import resources
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricfit.api.constants import FABRIC_PRESETS
+from fabricfit.fabric.profiles import (
+    DEFAULT_PROFILE,
+    PRESETS,
+    FabricProfile,
+    ProfileError,
+    get_profile,
+    load_profile,
+)
+
+
+def preset_text(name: str) -> str:
+    return (
+        resources.files("fabricfit.fabric").joinpath("presets", f"{name}.yaml").read_text("utf-8")
+    )
+
+
+def preset_doc(name: str) -> dict[str, object]:
+    doc = yaml.safe_load(preset_text(name))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_every_design_preset_exists_with_sources() -> None:
+    assert set(PRESETS) == set(FABRIC_PRESETS)
+    assert DEFAULT_PROFILE in PRESETS
+    for name, profile in PRESETS.items():
+        assert profile.name == name
+        assert profile.sources, name
+        assert profile.is_torus == name.startswith("tpu-")
+
+
+@pytest.mark.parametrize(
+    ("name", "domain", "per_node", "nvls", "nic_gbit"),
+    [
+        ("dgx-a100", 8, 8, False, 200),
+        ("dgx-h100", 8, 8, True, 400),
+        ("dgx-h200", 8, 8, True, 400),
+        ("dgx-b200", 8, 8, True, 400),
+        ("gb200-nvl72", 72, 4, True, 400),
+    ],
+)
+def test_gpu_presets_state_the_catalogue(
+    name: str, domain: int, per_node: int, nvls: bool, nic_gbit: int
+) -> None:
+    p = get_profile(name)
+    assert (p.gpus_per_nvlink_domain, p.gpus_per_node, p.nvls, p.nic_gbit_per_s) == (
+        domain,
+        per_node,
+        nvls,
+        nic_gbit,
+    )
+    assert 0.7 < p.nvlink_efficiency < 0.9 and 0.9 < p.nic_efficiency < 1.0
+
+
+def test_tpu_presets_state_torus_and_wraparound() -> None:
+    v4, v5p, v5e = (
+        get_profile("tpu-v4").torus,
+        get_profile("tpu-v5p").torus,
+        get_profile("tpu-v5e").torus,
+    )
+    assert v4 is not None and v5p is not None and v5e is not None
+    assert (v4.dims, v4.wrap_rule, v4.ocs) == ((16, 16, 16), "cube", True)
+    assert (v5e.dims, v5e.wrap_rule, v5e.ocs) == ((16, 16), "axis", False)
+    assert v5p.ici_link_gb_per_s == 2 * v4.ici_link_gb_per_s
+
+
+def test_unknown_preset_is_a_one_line_profile_error() -> None:
+    with pytest.raises(ProfileError) as err:
+        get_profile("dgx-h999")
+    assert "\n" not in str(err.value) and "dgx-h100" in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_round_trip_through_load_profile(name: str) -> None:
+    assert load_profile(preset_text(name)) == PRESETS[name]
+    assert hash(load_profile(preset_text(name))) == hash(PRESETS[name])
+
+
+def test_profiles_hash_by_value() -> None:
+    p = get_profile("dgx-h100")
+    changed = dataclasses.replace(p, nics_per_node=4)
+    assert changed != p and hash(changed) != hash(p)
+    assert dataclasses.replace(changed, nics_per_node=8) == p
+
+
+def _edit(preset: str, **changes: object) -> str:
+    doc = preset_doc(preset)
+    for key, value in changes.items():
+        if value is ...:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return yaml.safe_dump(doc)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: [unclosed", "not valid YAML"),
+        ("- a list", "mapping"),
+        (_edit("dgx-h100", colour="green"), "unknown profile field 'colour'"),
+        (_edit("dgx-h100", nics_per_node=...), "missing field 'nics_per_node'"),
+        (_edit("dgx-h100", nics_per_node="eight"), "'nics_per_node' must be an integer"),
+        (_edit("dgx-h100", nvlink_gb_per_s=True), "'nvlink_gb_per_s' must be a number"),
+        (_edit("dgx-h100", nic_efficiency=1.5), "'nic_efficiency' must be within"),
+        (_edit("dgx-h100", leaf_oversubscription=0.5), "'leaf_oversubscription' must be within"),
+        (_edit("dgx-h100", nvlink_gb_per_s=float("nan")), "'nvlink_gb_per_s' must be within"),
+        (_edit("dgx-h100", arch="volta"), "'arch' must be one of"),
+        (_edit("dgx-h100", nvls="yes"), "'nvls' must be true or false"),
+        (_edit("dgx-h100", nvls_efficiency=0.0), "nvls_efficiency must be > 0"),
+        (_edit("dgx-h100", gpus_per_nvlink_domain=12), "multiple of gpus_per_node"),
+        (_edit("dgx-h100", arch="tpu"), "'torus' is required exactly when arch is 'tpu'"),
+        (_edit("tpu-v4", arch="hopper"), "'torus' is required exactly when arch is 'tpu'"),
+        (_edit("tpu-v4", torus={"dims": [16, 16]}), "'ici_link_gb_per_s' must be a number"),
+        (_edit("tpu-v4", torus="cube"), "'torus' must be a mapping"),
+        (_edit("dgx-h100", sources="nccl"), "'sources' must be a list of strings"),
+        (_edit("dgx-h100", name=""), "'name' must be a non-empty string"),
+    ],
+)
+def test_bad_custom_profiles_are_rejected_with_one_line(text: str, message: str) -> None:
+    with pytest.raises(ProfileError, match=message) as err:
+        load_profile(text)
+    assert "\n" not in str(err.value)
+
+
+def test_a_custom_profile_loads() -> None:
+    text = _edit("dgx-h100", name="roce-h100", nic_efficiency=0.92, leaf_oversubscription=2.0)
+    profile = load_profile(text)
+    assert isinstance(profile, FabricProfile)
+    assert (profile.name, profile.nic_efficiency, profile.leaf_oversubscription) == (
+        "roce-h100",
+        0.92,
+        2.0,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=300)
+    | st.builds(yaml.safe_dump, st.dictionaries(st.text(max_size=20), st.integers()))
+)
+def test_arbitrary_text_is_a_profile_or_a_profile_error(text: str) -> None:
+    try:
+        profile = load_profile(text)
+    except ProfileError as err:
+        assert "\n" not in str(err)
+    else:
+        assert isinstance(profile, FabricProfile)
