@@ -2,7 +2,7 @@
 
 Pure packages (api, fabric, cost, placement, render) import no kopf, Kubernetes client,
 prometheus_client or asyncio, read no environment and no clock. Layers: api ← fabric ← cost ←
-placement ← render ← kube ← handlers ← cli (``metrics`` sits beside kube).
+placement ← render ← kube ← reconcile ← handlers ← cli (``metrics`` sits beside kube).
 """
 
 from __future__ import annotations
@@ -36,8 +36,19 @@ ALLOWED: dict[str, set[str]] = {
     "render": {"api", "fabric", "cost", "placement"},
     "metrics": {"api", "fabric", "cost", "placement", "render"},
     "kube": {"api", "fabric", "cost", "placement", "render"},
-    "handlers": {"api", "fabric", "cost", "placement", "render", "kube", "metrics"},
-    "cli": {"api", "fabric", "cost", "placement", "render", "kube", "handlers", "metrics"},
+    "reconcile": {"api", "fabric", "cost", "placement", "render", "kube", "metrics"},
+    "handlers": {"api", "fabric", "cost", "placement", "render", "kube", "metrics", "reconcile"},
+    "cli": {
+        "api",
+        "fabric",
+        "cost",
+        "placement",
+        "render",
+        "kube",
+        "handlers",
+        "metrics",
+        "reconcile",
+    },
 }
 
 

@@ -1,0 +1,1 @@
+"""kopf handlers: thin adapters from watch events to the reconcile service."""

@@ -1,0 +1,139 @@
+"""Every kopf handler of the operator, registered into one registry built from the config.
+
+Handlers stay thin: take kopf's kwargs, build read-only views of the indexes, call one service
+function, post the Events it reports. A TrainingTopology has one idempotent reconcile behind
+create, resume, update, a resync timer and events of its pods; deletion releases it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+
+from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
+from fabricfit.kube.rest import Rest, load_credentials
+from fabricfit.reconcile import service
+from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.draft import Transition
+from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
+
+FINALIZER = "fabricfit.dev/finalizer"
+WARNING_TRANSITIONS = {("Planned", "False"), ("Degraded", "True")}
+WARNING_REASONS = {"PodsOffPlan", "WorkloadNotSuspended", "NoHealthyNode"}
+Index = Mapping[Any, Any]
+
+
+def views_from(nodes: Index, pods: Index, topologies: Index) -> Callable[[], Views]:
+    """A function that copies kopf's live indexes into plain lists at call time."""
+
+    def take() -> Views:
+        return Views(
+            nodes=[v for store in nodes.values() for v in store],
+            pods=[v for store in pods.values() for v in store],
+            topologies={k: next(iter(store)) for k, store in topologies.items() if store},
+        )
+
+    return take
+
+
+def post(body: kopf.Body, transitions: tuple[Transition, ...]) -> None:
+    for t in transitions:
+        warning = (t.type, t.status) in WARNING_TRANSITIONS or t.reason in WARNING_REASONS
+        kopf.event(
+            body,
+            type="Warning" if warning else "Normal",
+            reason=t.reason,
+            message=f"{t.type}={t.status}: {t.message}"[:1024],
+        )
+
+
+def configure_settings(settings: kopf.OperatorSettings) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="fabricfit.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="fabricfit.dev", key="last-handled-configuration"
+    )
+    settings.scanning.disabled = True
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    settings.networking.request_timeout = 60
+
+
+def build_registry(config: OperatorConfig, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    tt = (GROUP, VERSION, PLURAL)
+
+    @kopf.on.login(registry=registry, id="login")
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        # A private registry has none of kopf's default login handlers: use the official
+        # client's loader (kubeconfig, then in-cluster service account), like kopf does.
+        return kopf.login_via_client(**kwargs)
+
+    @kopf.on.startup(registry=registry, id="startup")
+    async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+        configure_settings(settings)
+        memo["state"] = OperatorState(config=config, rest=Rest(load_credentials(kubeconfig)))
+
+    @kopf.on.cleanup(registry=registry, id="cleanup")
+    async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+        await memo["state"].rest.close()
+
+    @kopf.index("", "v1", "nodes", registry=registry, id="fabricfit_nodes")
+    def fabricfit_nodes(name: str, body: kopf.Body, **_: Any) -> dict[str, Any]:
+        return {name: slim_node(body)}
+
+    @kopf.index("", "v1", "pods", registry=registry, id="fabricfit_pods")
+    def fabricfit_pods(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> Any:
+        slim = slim_pod(body)
+        return None if slim is None else {(namespace, name): slim}
+
+    @kopf.index(*tt, registry=registry, id="fabricfit_topologies")
+    def fabricfit_topologies(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> Any:
+        return {(namespace, name): holding_of(body)}
+
+    async def reconcile(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
+        views = views_from(
+            kwargs["fabricfit_nodes"], kwargs["fabricfit_pods"], kwargs["fabricfit_topologies"]
+        )
+        outcome = await service.reconcile(body, memo["state"], views)
+        post(body, outcome.transitions)
+
+    for decorator in (kopf.on.create, kopf.on.resume, kopf.on.update):
+        decorator(*tt, registry=registry, id="reconcile")(reconcile)
+    kopf.timer(*tt, registry=registry, id="resync", interval=config.resync_seconds, idle=None)(
+        reconcile
+    )
+
+    @kopf.on.delete(*tt, registry=registry, id="release")
+    async def release(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
+        views = views_from(
+            kwargs["fabricfit_nodes"], kwargs["fabricfit_pods"], kwargs["fabricfit_topologies"]
+        )
+        await service.release(body, memo["state"], views)
+
+    @kopf.on.event(
+        "", "v1", "pods", registry=registry, id="pin", labels={TOPOLOGY_LABEL: kopf.PRESENT}
+    )
+    async def pod_event(
+        body: kopf.Body, memo: kopf.Memo, namespace: str | None, **kwargs: Any
+    ) -> None:
+        if not (body.get("spec") or {}).get("schedulingGates") or kwargs.get("type") == "DELETED":
+            return
+        state: OperatorState = memo["state"]
+        owner = (body.get("metadata") or {}).get("labels", {}).get(TOPOLOGY_LABEL)
+        found = await service.read_topology(state, namespace or "", owner) if owner else None
+        if found is None or not (found.get("status") or {}).get("pods"):
+            return
+        topology = kopf.Body(found)  # type: ignore[arg-type]
+        views = views_from(
+            kwargs["fabricfit_nodes"], kwargs["fabricfit_pods"], kwargs["fabricfit_topologies"]
+        )
+        outcome = await service.reconcile(topology, state, views)
+        post(topology, outcome.transitions)
+
+    return registry

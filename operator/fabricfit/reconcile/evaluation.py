@@ -1,0 +1,132 @@
+"""Reading back what the cluster did: Placed and Degraded from pods and nodes.
+
+``Placed`` is True when every pod of the workload is bound (``spec.nodeName``) to its planned
+node — what kube-scheduler did, not what fabricfit intended. ``Degraded`` is True when a node of
+the plan is NotReady, cordoned, tainted away or gone; its message and ``degradedRanks`` name
+the global ranks that live there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.reconcile.applying import pod_index_of
+from fabricfit.reconcile.draft import StatusDraft
+from fabricfit.render.pods import is_gated, planned_node_of
+
+MAX_LISTED = 8
+
+
+def planned_nodes(status: Mapping[str, Any]) -> list[str]:
+    """status.pods as a list indexed by pod index (empty if incomplete)."""
+    by_index: dict[int, str] = {}
+    for item in status.get("pods") or []:
+        if isinstance(item, Mapping) and isinstance(item.get("index"), int) and item.get("node"):
+            by_index[item["index"]] = str(item["node"])
+    if not by_index or sorted(by_index) != list(range(len(by_index))):
+        return []
+    return [by_index[i] for i in range(len(by_index))]
+
+
+def is_pinned_or_bound(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName")) or (
+        not is_gated(pod) and planned_node_of(pod) is not None
+    )
+
+
+def _node_problem(snapshot: ClusterSnapshot, node: str) -> str | None:
+    if not snapshot.has_node(node):
+        return "deleted"
+    info = snapshot.node(node)
+    if info.available:
+        return None
+    return info.unavailable_reason or "unavailable"
+
+
+def _listed(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:MAX_LISTED])
+    return shown + (f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
+
+
+def evaluate_degraded(
+    draft: StatusDraft, spec: TrainingTopologySpec, plan: Sequence[str], snapshot: ClusterSnapshot
+) -> None:
+    problems: dict[str, str] = {}
+    ranks: list[int] = []
+    for index, node in enumerate(plan):
+        problem = _node_problem(snapshot, node)
+        if problem is not None:
+            problems[node] = problem
+            start = index * spec.gpus_per_pod
+            ranks.extend(range(start, start + spec.gpus_per_pod))
+    if problems:
+        nodes = [f"{n} ({p})" for n, p in sorted(problems.items())]
+        draft.condition(
+            "Degraded",
+            "True",
+            "NodeUnavailable",
+            f"planned nodes {_listed(nodes)} host ranks {ranks[0]}..{ranks[-1]} "
+            f"({len(ranks)} ranks)",
+        )
+        draft.set(degradedRanks=ranks[:4096])
+    else:
+        draft.condition(
+            "Degraded", "False", "NodesHealthy", "every planned node is Ready and schedulable"
+        )
+        draft.set(degradedRanks=[])
+
+
+def evaluate(
+    draft: StatusDraft,
+    spec: TrainingTopologySpec,
+    plan: Sequence[str],
+    pods: Sequence[Mapping[str, Any]],
+    snapshot: ClusterSnapshot,
+    workload: Mapping[str, Any] | None,
+) -> None:
+    evaluate_degraded(draft, spec, plan, snapshot)
+    ref = spec.workload_ref
+    assert ref is not None
+    bound: dict[int, str] = {}
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}:
+            continue
+        index = pod_index_of(ref.kind, pod, spec, workload)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if index is not None and node:
+            bound[index] = node
+    if spec.placement.mode == "advisory":
+        draft.condition(
+            "Placed", "False", "Advisory", "advisory mode: the plan is reported, not applied"
+        )
+        return
+    misplaced = [
+        f"pod {i} on {n} (planned {plan[i]})"
+        for i, n in sorted(bound.items())
+        if i < len(plan) and n != plan[i]
+    ]
+    on_plan = sum(1 for i, n in bound.items() if i < len(plan) and n == plan[i])
+    if on_plan == len(plan):
+        draft.condition(
+            "Placed",
+            "True",
+            "AllPodsBound",
+            f"all {len(plan)} pods are bound to their planned nodes",
+        )
+    elif misplaced and spec.placement.mode == "pinned":
+        draft.condition(
+            "Placed",
+            "False",
+            "PodsOffPlan",
+            f"{len(misplaced)} pods run off plan: {_listed(misplaced)}",
+        )
+    else:
+        draft.condition(
+            "Placed",
+            "False",
+            "WaitingForPods",
+            f"{on_plan} of {len(plan)} pods bound to their planned nodes",
+        )

@@ -1,0 +1,186 @@
+"""What the operator knows about the cluster between API calls.
+
+kopf indexes feed three maps: nodes (by name), pods that occupy GPUs or belong to a
+TrainingTopology (by namespace/name), and TrainingTopologies (reservation and resourceVersion).
+kopf starts no handler before every index has finished its initial listing, so after a restart
+the first plan already sees every reservation recorded in the cluster.
+
+The reservation ledger guards against double-booking: a plan's GPUs are held from the moment
+its status is written until its pods are bound (then the pods themselves count). Our own status
+writes update the ledger at once, and watch events older than them are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricfit.api.constants import TOPOLOGY_LABEL
+from fabricfit.fabric.pods import pod_gpu_request
+from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.fabric.topology import ClusterSnapshot
+
+TopologyKey = tuple[str, str]  # (namespace, name)
+
+
+def slim_node(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a Node the snapshot builder reads."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    return {
+        "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
+        "spec": {
+            "unschedulable": spec.get("unschedulable", False),
+            "taints": list(spec.get("taints") or []),
+        },
+        "status": {
+            "allocatable": dict(status.get("allocatable") or {}),
+            "capacity": dict(status.get("capacity") or {}),
+            "conditions": [
+                {"type": c.get("type"), "status": c.get("status")}
+                for c in status.get("conditions") or []
+                if isinstance(c, Mapping)
+            ],
+        },
+    }
+
+
+def slim_pod(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The parts of a Pod that matter for GPU accounting and pinning; None if irrelevant."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    labels = dict(meta.get("labels") or {})
+    if not spec.get("nodeName") and TOPOLOGY_LABEL not in labels:
+        return None
+
+    def resources(containers: Any) -> list[dict[str, Any]]:
+        # restartPolicy marks sidecar init containers, whose requests add up (not max).
+        return [
+            {"resources": c.get("resources") or {}, "restartPolicy": c.get("restartPolicy")}
+            for c in containers or []
+            if isinstance(c, Mapping)
+        ]
+
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "labels": labels,
+            "deletionTimestamp": meta.get("deletionTimestamp"),
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "containers": resources(spec.get("containers")),
+            "initContainers": resources(spec.get("initContainers")),
+            "overhead": spec.get("overhead"),
+            "schedulingGates": list(spec.get("schedulingGates") or []),
+            "affinity": spec.get("affinity"),
+        },
+        "status": {"phase": (body.get("status") or {}).get("phase")},
+    }
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What the watch last showed of a TrainingTopology: its reservation and plan."""
+
+    resource_version: int
+    gpus_by_node: Mapping[str, int]
+    planned_nodes: tuple[str, ...] = ()
+
+
+def holding_of(body: Mapping[str, Any]) -> Holding:
+    status = body.get("status") or {}
+    planned: dict[int, str] = {}
+    for item in status.get("pods") or []:
+        if isinstance(item, Mapping) and isinstance(item.get("index"), int):
+            planned[item["index"]] = str(item.get("node"))
+    nodes = tuple(planned.get(i, "") for i in range(max(planned, default=-1) + 1))
+    return Holding(resource_version(body), parse_reservation(status), nodes)
+
+
+def parse_reservation(status: Mapping[str, Any] | None) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for item in (status or {}).get("reservation") or []:
+        if (
+            isinstance(item, Mapping)
+            and isinstance(item.get("node"), str)
+            and isinstance(item.get("gpus"), int)
+        ):
+            result[item["node"]] = result.get(item["node"], 0) + item["gpus"]
+    return result
+
+
+def resource_version(body: Mapping[str, Any]) -> int:
+    raw = (body.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(str(raw))
+    except (TypeError, ValueError):
+        return 0
+
+
+@dataclass
+class Ledger:
+    """Reservations of every TrainingTopology: from the watch, overridden by our newer writes."""
+
+    written: dict[TopologyKey, Holding] = field(default_factory=dict)
+
+    def record(self, key: TopologyKey, body: Mapping[str, Any]) -> None:
+        """Remember the TrainingTopology as our own write returned it."""
+        self.written[key] = holding_of(body)
+
+    def forget(self, key: TopologyKey) -> None:
+        self.written.pop(key, None)
+
+    def merged(
+        self, watched: Mapping[TopologyKey, Holding]
+    ) -> dict[TopologyKey, Mapping[str, int]]:
+        """Per topology, the newest known reservation (deleted topologies drop out)."""
+        result: dict[TopologyKey, Mapping[str, int]] = {}
+        for key, seen in watched.items():
+            mine = self.written.get(key)
+            newest = (
+                mine if mine is not None and mine.resource_version > seen.resource_version else seen
+            )
+            result[key] = newest.gpus_by_node
+        return result
+
+
+def holds_of_others(
+    me: TopologyKey,
+    reservations: Mapping[TopologyKey, Mapping[str, int]],
+    pods: Iterable[Mapping[str, Any]],
+) -> dict[str, int]:
+    """GPUs other plans hold beyond what their bound pods use (the snapshot counts those)."""
+    bound: dict[tuple[TopologyKey, str], int] = {}
+    owner_key: TopologyKey
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        owner = (meta.get("labels") or {}).get(TOPOLOGY_LABEL)
+        node = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        if owner and node and phase not in {"Succeeded", "Failed"}:
+            owner_key = (str(meta.get("namespace") or ""), str(owner))
+            bound[(owner_key, node)] = bound.get((owner_key, node), 0) + pod_gpu_request(pod, [])
+    holds: dict[str, int] = {}
+    for holder, by_node in reservations.items():
+        if holder == me:
+            continue
+        for node, gpus in by_node.items():
+            extra = gpus - bound.get((holder, node), 0)
+            if extra > 0:
+                holds[node] = holds.get(node, 0) + extra
+    return holds
+
+
+def take_snapshot(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    scheme: str,
+    default_fabric: str,
+) -> ClusterSnapshot:
+    return build_snapshot(list(nodes), list(pods), scheme=scheme, default_fabric=default_fabric)

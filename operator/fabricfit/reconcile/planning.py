@@ -1,0 +1,150 @@
+"""Planning and re-placing under the cluster-wide planning lock.
+
+Theory of operation
+-------------------
+Two TrainingTopologies must never plan against the same free GPUs. Every plan therefore runs
+under one lock, reads a fresh snapshot of kopf's indexes, subtracts what other plans hold (the
+ledger), plans, and records its own reservation in the cluster (status) *before* it releases
+the lock and before any pod is pinned. After an operator restart, kopf repopulates the indexes
+(status included) before the first handler runs, so the reservations survive restarts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fabricfit.api.constants import GROUP, PLURAL, VERSION
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.status import REASON_INSUFFICIENT_GPUS
+from fabricfit.fabric.profiles import FabricProfile, get_profile
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.kube.workloads import patch_status
+from fabricfit.placement import PlacementDecision, plan_placement, request_from_spec
+from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.reconcile.context import OperatorState, Views
+from fabricfit.reconcile.draft import StatusDraft
+from fabricfit.reconcile.inventory import TopologyKey, holds_of_others, take_snapshot
+from fabricfit.render.status import build_plan_status, reservation_of
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    decision: PlacementDecision
+    snapshot: ClusterSnapshot
+
+
+def resolve_profile(
+    spec: TrainingTopologySpec, snapshot: ClusterSnapshot, default: str
+) -> FabricProfile:
+    """The spec's fabric, else the most common fabric label of the nodes, else the default."""
+    if spec.fabric:
+        return get_profile(spec.fabric)
+    labelled = Counter(n.fabric for n in snapshot.nodes if n.fabric)
+    for name, _count in sorted(labelled.items(), key=lambda item: (-item[1], item[0] or "")):
+        try:
+            return get_profile(str(name))
+        except ValueError:
+            continue
+    return get_profile(default)
+
+
+def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSnapshot:
+    return take_snapshot(
+        views.nodes, views.pods, scheme=scheme, default_fabric=state.config.default_fabric
+    )
+
+
+async def write_status(state: OperatorState, key: TopologyKey, draft: StatusDraft) -> None:
+    body = draft.body()
+    if body is None:
+        return
+    written = await patch_status(state.rest, key[0], key[1], body, f"{GROUP}/{VERSION}", PLURAL)
+    state.ledger.record(key, written)
+    draft.committed(written.get("status") or {})
+
+
+async def plan_and_reserve(
+    state: OperatorState,
+    key: TopologyKey,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    views_of: Callable[[], Views],
+    draft: StatusDraft,
+    workload_display: str,
+) -> PlanResult | None:
+    """Plan under the lock and write the reservation; None when the job does not fit now."""
+    async with state.plan_lock:
+        views = views_of()
+        snapshot = fresh_snapshot(state, views, spec.label_scheme or state.config.label_scheme)
+        held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
+        request = request_from_spec(spec, template)
+        profile = resolve_profile(spec, snapshot, state.config.default_fabric)
+        decision = plan_placement(snapshot, request, profile, reservations=held)
+        if not decision.feasible:
+            draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
+            draft.condition("Planned", "False", REASON_INSUFFICIENT_GPUS, _why(decision))
+            await write_status(state, key, draft)
+            return None
+        reservation = reservation_of(decision, spec.gpus_per_pod)
+        fields = build_plan_status(
+            decision,
+            spec=spec,
+            workload_display=workload_display,
+            reservation=reservation,
+            generation=draft.generation,
+        )
+        draft.set(**{**fields, "labelScheme": snapshot.scheme})
+        draft.condition("Planned", "True", "Planned", _summary(decision))
+        await write_status(state, key, draft)
+        return PlanResult(decision, snapshot)
+
+
+async def replace_and_reserve(
+    state: OperatorState,
+    key: TopologyKey,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    views_of: Callable[[], Views],
+    draft: StatusDraft,
+    current: Sequence[str],
+    lost: set[int],
+) -> Replacement | None:
+    """Move lost pods to healthy nodes and record the new plan before any of them is pinned."""
+    async with state.plan_lock:
+        views = views_of()
+        snapshot = fresh_snapshot(state, views, spec.label_scheme or state.config.label_scheme)
+        held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
+        request = request_from_spec(spec, template)
+        profile = resolve_profile(spec, snapshot, state.config.default_fabric)
+        replacement = replace_pods(snapshot, request, profile, current, lost, reservations=held)
+        if replacement is None:
+            return None
+        counts = Counter(replacement.pods)
+        draft.set(
+            pods=[{"index": i, "node": n} for i, n in enumerate(replacement.pods)],
+            reservation=[
+                {"node": n, "gpus": c * spec.gpus_per_pod} for n, c in sorted(counts.items())
+            ],
+        )
+        await write_status(state, key, draft)
+        return replacement
+
+
+def _summary(decision: PlacementDecision) -> str:
+    nodes = len(set(decision.pods))
+    predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
+    return (
+        f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
+        f"{predicted:.4g} s, efficiency {decision.efficiency:.0%}"
+    )
+
+
+def _why(decision: PlacementDecision) -> str:
+    reasons = "; ".join(decision.reasons) or "not enough free GPUs"
+    largest = decision.largest_feasible
+    if largest is not None:
+        reasons += f" (largest job that fits now: {largest.pods} pods, {largest.world_size} GPUs)"
+    return reasons

@@ -1,0 +1,302 @@
+"""One idempotent reconcile of a TrainingTopology, pod pinning, and release on deletion.
+
+Theory of operation
+-------------------
+``reconcile`` is level-based: whatever event woke it (create, update, resume, timer, a pod of
+the workload appearing), it reads the spec, the workload and kopf's indexes and drives the
+cluster one step closer to the plan:
+
+1. parse and validate the spec (invalid → ``Planned=False``, reason ``InvalidSpec``);
+2. find the workload (absent → ``Placed=False``, reason ``WorkloadNotFound``; the plan is still
+   made and reserved, so a workload created later finds its GPUs held);
+3. plan, unless a plan for this generation exists or pods are already pinned (a running job is
+   never moved); the reservation is written to status before anything else happens;
+4. apply the plan to the workload for the placement mode, pin gated pods, and re-place pods
+   whose planned node became unusable (recreated pods with a reused index);
+5. derive ``Placed`` (every pod bound to its planned node) and ``Degraded`` (a planned node is
+   NotReady, cordoned or gone) and write status when anything changed.
+
+Each changed condition is returned as a ``Transition``; the handler posts it as an Event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.rules import violations
+from fabricfit.api.status import (
+    REASON_INVALID_SPEC,
+    REASON_UNSUPPORTED_WORKLOAD,
+    REASON_WORKLOAD_NOT_FOUND,
+)
+from fabricfit.fabric.profiles import ProfileError
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.kube.rest import ApiError, path_for
+from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
+from fabricfit.placement import PlacementDecision, build_layout, validate_layout
+from fabricfit.reconcile import applying, evaluation, planning
+from fabricfit.reconcile.context import OperatorState, Views
+from fabricfit.reconcile.draft import StatusDraft, Transition
+from fabricfit.reconcile.inventory import TopologyKey
+from fabricfit.render.kinds import expected_pods, pod_templates
+from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
+from fabricfit.render.pods import build_ungate_patch, is_gated
+
+
+@dataclass(frozen=True)
+class Outcome:
+    transitions: tuple[Transition, ...] = ()
+
+
+class _StopError(Exception):
+    """Reconcile cannot go further this time; the draft says why."""
+
+
+def key_of(body: Mapping[str, Any]) -> TopologyKey:
+    meta = body.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+async def reconcile(
+    body: Mapping[str, Any], state: OperatorState, views_of: Callable[[], Views]
+) -> Outcome:
+    key = key_of(body)
+    generation = int((body.get("metadata") or {}).get("generation") or 0)
+    async with state.lock_for(key):
+        draft = StatusDraft(body.get("status"), generation)
+        with contextlib.suppress(_StopError):
+            await _reconcile(body, key, state, views_of, draft)
+        await planning.write_status(state, key, draft)
+        return Outcome(tuple(draft.transitions))
+
+
+def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologySpec:
+    try:
+        spec = TrainingTopologySpec.model_validate(body.get("spec") or {})
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
+        _invalid(draft, REASON_INVALID_SPEC, f"spec.{where}: {first.get('msg')}")
+    problems = list(violations(spec)) + list(
+        validate_layout(
+            spec.parallelism,
+            spec.gpus_per_pod,
+            experts=spec.model.experts if spec.model else 0,
+            tensor_required=spec.placement.tensor == "Required",
+        )
+    )
+    if spec.workload_ref is None:
+        problems.insert(0, "spec.workloadRef is required")
+    if problems:
+        _invalid(draft, REASON_INVALID_SPEC, "; ".join(dict.fromkeys(problems)))
+    return spec
+
+
+def _invalid(draft: StatusDraft, reason: str, message: str) -> None:
+    draft.condition("Planned", "False", reason, message)
+    draft.set(reasons=[message[:1024]])
+    raise _StopError
+
+
+async def _workload(
+    state: OperatorState, spec: TrainingTopologySpec, namespace: str, draft: StatusDraft
+) -> Mapping[str, Any] | None:
+    ref = spec.workload_ref
+    assert ref is not None
+    try:
+        workload = await read_workload(state.rest, ref, namespace)
+    except UnsupportedWorkloadError as err:
+        _invalid(draft, REASON_UNSUPPORTED_WORKLOAD, str(err))
+    if workload is not None and ref.kind != applying.POD_KIND:
+        expected = expected_pods(ref.kind, workload)
+        if expected is not None and expected != spec.pods:
+            _invalid(
+                draft,
+                REASON_INVALID_SPEC,
+                f"{ref.kind} {ref.name} runs {expected} pods but the spec needs {spec.pods} "
+                f"(world size {spec.world_size} / gpusPerPod {spec.gpus_per_pod})",
+            )
+    return workload
+
+
+def _template(kind: str, workload: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if workload is None:
+        return None
+    if kind == applying.POD_KIND:
+        items = workload.get("items") or []
+        return items[0] if items else None
+    templates = pod_templates(kind, workload)
+    return templates[-1][1] if templates else None
+
+
+def workload_pods(
+    key: TopologyKey, kind: str, workload: Mapping[str, Any] | None, views: Views
+) -> list[Mapping[str, Any]]:
+    if kind == applying.POD_KIND:
+        return list((workload or {}).get("items") or [])
+    return [
+        p
+        for p in views.pods
+        if (p.get("metadata") or {}).get("namespace") == key[0]
+        and ((p.get("metadata") or {}).get("labels") or {}).get(TOPOLOGY_LABEL) == key[1]
+    ]
+
+
+async def _reconcile(
+    body: Mapping[str, Any],
+    key: TopologyKey,
+    state: OperatorState,
+    views_of: Callable[[], Views],
+    draft: StatusDraft,
+) -> None:
+    spec = parse_spec(body, draft)
+    ref = spec.workload_ref
+    assert ref is not None
+    workload = await _workload(state, spec, key[0], draft)
+    template = _template(ref.kind, workload)
+    views = views_of()
+    pods = workload_pods(key, ref.kind, workload, views)
+    plan, snapshot = await _ensure_plan(body, key, spec, template, pods, state, views_of, draft)
+    if workload is None:
+        draft.condition(
+            "Placed",
+            "False",
+            REASON_WORKLOAD_NOT_FOUND,
+            f"waiting for {ref.kind} {ref.name or ref.pod_selector}",
+        )
+        raise _StopError
+    tiers = tier_label_keys(snapshot.scheme, [n.labels for n in snapshot.nodes])
+    applied = await applying.apply_to_workload(
+        state.rest,
+        key[0],
+        key[1],
+        spec,
+        workload,
+        rail_group_key=tiers.get("rail_group"),
+        kueue_annotations=kueue_annotations(spec, plan, snapshot),
+    )
+    if applied.blocked:
+        draft.condition("Placed", "False", "WorkloadNotSuspended", applied.blocked)
+        raise _StopError
+    if spec.placement.mode == "pinned":
+        plan = await _pin(
+            key, spec, template, pods, plan, snapshot, workload, state, views_of, draft
+        )
+    evaluation.evaluate(draft, spec, plan, pods, snapshot, workload)
+
+
+async def _ensure_plan(
+    body: Mapping[str, Any],
+    key: TopologyKey,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    state: OperatorState,
+    views_of: Callable[[], Views],
+    draft: StatusDraft,
+) -> tuple[list[str], ClusterSnapshot]:
+    status = body.get("status") or {}
+    current = evaluation.planned_nodes(status)
+    snapshot = planning.fresh_snapshot(
+        state, views_of(), spec.label_scheme or state.config.label_scheme
+    )
+    started = any(evaluation.is_pinned_or_bound(p) for p in pods)
+    fresh = status.get("observedGeneration") == draft.generation and len(current) == spec.pods
+    usable = all(snapshot.has_node(n) and snapshot.node(n).available for n in current)
+    if current and (started or (fresh and usable)):
+        return current, snapshot
+    ref = spec.workload_ref
+    assert ref is not None
+    try:
+        result = await planning.plan_and_reserve(
+            state, key, spec, template, views_of, draft, f"{ref.kind}/{ref.name}"
+        )
+    except (ProfileError, ValueError) as err:
+        _invalid(draft, REASON_INVALID_SPEC, str(err))
+    if result is None:
+        raise _StopError
+    return list(result.decision.pods), result.snapshot
+
+
+def kueue_annotations(
+    spec: TrainingTopologySpec, plan: Sequence[str], snapshot: ClusterSnapshot
+) -> dict[str, str]:
+    """Kueue TAS annotations for the plan (recomputed from status when the plan is reused)."""
+    if spec.placement.mode != "kueue-tas":
+        return {}
+    layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
+    decision = PlacementDecision(
+        feasible=True, fabric=spec.fabric or "", groups=layout.groups, pods=tuple(plan)
+    )
+    return build_kueue_annotations(
+        decision,
+        gpus_per_pod=spec.gpus_per_pod,
+        tensor=spec.parallelism.tensor,
+        tier_keys=tier_label_keys(snapshot.scheme, [n.labels for n in snapshot.nodes]),
+        node_labels={n.name: n.labels for n in snapshot.nodes if n.name in set(plan)},
+    )
+
+
+async def _pin(
+    key: TopologyKey,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    plan: list[str],
+    snapshot: ClusterSnapshot,
+    workload: Mapping[str, Any],
+    state: OperatorState,
+    views_of: Callable[[], Views],
+    draft: StatusDraft,
+) -> list[str]:
+    pinned = await applying.pin_pods(state.rest, spec, pods, plan, snapshot, workload)
+    if not pinned.lost:
+        return plan
+    replacement = await planning.replace_and_reserve(
+        state, key, spec, template, views_of, draft, plan, pinned.lost
+    )
+    if replacement is None:
+        draft.condition(
+            "Degraded",
+            "True",
+            "NoHealthyNode",
+            f"no healthy node can take pods {sorted(pinned.lost)}",
+        )
+        return plan
+    new_plan = list(replacement.pods)
+    await applying.pin_pods(state.rest, spec, pods, new_plan, snapshot, workload)
+    return new_plan
+
+
+async def release(
+    body: Mapping[str, Any], state: OperatorState, views_of: Callable[[], Views]
+) -> None:
+    """On deletion: drop the reservation and ungate pods still gated. The workload is kept."""
+    key = key_of(body)
+    async with state.lock_for(key):
+        state.ledger.forget(key)
+        for pod in workload_pods(key, "", None, views_of()):
+            if not is_gated(pod):
+                continue
+            meta = pod.get("metadata") or {}
+            try:
+                await state.rest.patch(
+                    path_for("v1", "pods", key[0], meta.get("name")),
+                    build_ungate_patch(pod),
+                    "json",
+                )
+            except ApiError as err:
+                if err.status not in (404, 409, 422):
+                    raise
+    state.object_locks.pop(key, None)
+
+
+async def read_topology(state: OperatorState, namespace: str, name: str) -> dict[str, Any] | None:
+    return await state.rest.get(path_for(f"{GROUP}/{VERSION}", PLURAL, namespace, name))
