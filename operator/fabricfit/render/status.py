@@ -73,7 +73,7 @@ def build_plan_status(
         ],
         "predicted": predicted,
         "lowerBoundSeconds": lower if feasible else None,
-        "efficiency": round(decision.efficiency, 6) if predicted is not None else None,
+        "efficiency": round(decision.efficiency, 6) if predicted and lower is not None else None,
         "reasons": [r[:MAX_REASON_CHARS] for r in decision.reasons[:MAX_REASONS]],
         "fabric": decision.fabric or None,
         "labelScheme": label_scheme,

@@ -1,0 +1,211 @@
+"""Status bodies from decisions: expected dicts, accepted by the pydantic status model."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fabricfit.api.models import Parallelism, TrainingTopologySpec
+from fabricfit.api.status import MAX_REASONS, TrainingTopologyStatus
+from fabricfit.placement.decision import LargestFit, PlacementDecision, StepTimes
+from fabricfit.placement.layout import build_layout
+from fabricfit.render.status import (
+    build_plan_status,
+    build_status,
+    degraded_ranks,
+    reservation_of,
+)
+
+SPEC = TrainingTopologySpec.model_validate(
+    {
+        "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "llama"},
+        "gpusPerPod": 8,
+        "parallelism": {"tensor": 8, "pipeline": 2, "data": 2},
+    }
+)
+GROUPS = build_layout(Parallelism(tensor=8, pipeline=2, data=2), 8, "tp-cp-ep-dp-pp").groups
+PLACED = PlacementDecision(
+    feasible=True,
+    fabric="dgx-h100",
+    groups=GROUPS,
+    pods=("n1", "n0", "n1", "n2"),
+    predicted=StepTimes(0.02, {"tensor": 0.015, "data": 0.004, "pipeline": 0.001, "bogus": 9.0}),
+    lower_bound=StepTimes(0.016),
+    reasons=("1 of 8 data-parallel groups span more than one rail group",),
+)
+INFEASIBLE = PlacementDecision(
+    feasible=False,
+    fabric="dgx-h100",
+    groups=GROUPS,
+    reasons=("needs 32 free GPUs in 4 nodes; 16 free",),
+    largest_feasible=LargestFit(pods=2, world_size=16, data=1),
+)
+
+
+def test_reservation_counts_pods_per_node() -> None:
+    assert reservation_of(PLACED, 8) == {"n0": 8, "n1": 16, "n2": 8}
+    assert list(reservation_of(PLACED, 8)) == ["n0", "n1", "n2"]
+    assert reservation_of(INFEASIBLE, 8) == {}
+
+
+def test_placed_status() -> None:
+    body = build_plan_status(
+        PLACED,
+        spec=SPEC,
+        workload_display="Job/llama",
+        reservation=reservation_of(PLACED, 8),
+        generation=4,
+        label_scheme="native",
+        plan_hash="ab12",
+        planned_at="2026-12-02T10:00:00Z",
+    )
+    assert body == {
+        "observedGeneration": 4,
+        "workload": "Job/llama",
+        "worldSize": 32,
+        "pods": [
+            {"index": 0, "node": "n1"},
+            {"index": 1, "node": "n0"},
+            {"index": 2, "node": "n1"},
+            {"index": 3, "node": "n2"},
+        ],
+        "reservation": [
+            {"node": "n0", "gpus": 8},
+            {"node": "n1", "gpus": 16},
+            {"node": "n2", "gpus": 8},
+        ],
+        "predicted": {
+            "stepCommSeconds": 0.02,
+            "byDimension": {
+                "tensor": 0.015,
+                "context": 0.0,
+                "expert": 0.0,
+                "data": 0.004,
+                "pipeline": 0.001,
+            },
+        },
+        "lowerBoundSeconds": 0.016,
+        "efficiency": 0.8,
+        "reasons": ["1 of 8 data-parallel groups span more than one rail group"],
+        "fabric": "dgx-h100",
+        "labelScheme": "native",
+        "planHash": "ab12",
+        "plannedAt": "2026-12-02T10:00:00Z",
+    }
+    model = TrainingTopologyStatus.model_validate(body)
+    written = model.to_body()
+    assert {k: v for k, v in written.items() if k != "summary"} == body
+
+
+def test_infeasible_status_clears_the_previous_plan() -> None:
+    body = build_plan_status(
+        INFEASIBLE, spec=SPEC, workload_display="Job/llama", reservation={}, generation=5
+    )
+    assert body == {
+        "observedGeneration": 5,
+        "workload": "Job/llama",
+        "worldSize": 32,
+        "pods": [],
+        "reservation": [],
+        "predicted": None,
+        "lowerBoundSeconds": None,
+        "efficiency": None,
+        "reasons": ["needs 32 free GPUs in 4 nodes; 16 free"],
+        "fabric": "dgx-h100",
+        "labelScheme": None,
+        "planHash": None,
+        "plannedAt": None,
+    }
+    TrainingTopologyStatus.model_validate(body)
+
+
+def test_bounds_and_non_finite_numbers() -> None:
+    wild = PlacementDecision(
+        feasible=True,
+        fabric="",
+        groups=GROUPS,
+        pods=("n0",) * 4,
+        predicted=StepTimes(math.inf, {"tensor": 1.0}),
+        lower_bound=StepTimes(math.nan),
+        reasons=tuple("x" * 2000 for _ in range(MAX_REASONS + 5)),
+    )
+    body = build_plan_status(
+        wild, spec=SPEC, workload_display="Job/llama", reservation={"n0": 32, "n9": 0}, generation=1
+    )
+    assert body["predicted"] is None
+    assert body["efficiency"] is None
+    assert body["lowerBoundSeconds"] is None
+    assert body["fabric"] is None
+    assert body["reservation"] == [{"node": "n0", "gpus": 32}]
+    assert len(body["reasons"]) == MAX_REASONS
+    assert {len(r) for r in body["reasons"]} == {1024}
+    TrainingTopologyStatus.model_validate(body)
+
+
+def test_build_status_adds_conditions_and_summary() -> None:
+    plan = build_plan_status(
+        PLACED, spec=SPEC, workload_display="Job/llama", reservation={"n0": 8}, generation=1
+    )
+    conditions = [
+        {
+            "type": "Planned",
+            "status": "True",
+            "reason": "Planned",
+            "message": "",
+            "lastTransitionTime": "2026-12-02T10:00:00Z",
+            "observedGeneration": 1,
+        }
+    ]
+    body = build_status(plan, conditions)
+    assert body["conditions"] == conditions
+    assert body["summary"] == "Planned"
+    assert TrainingTopologyStatus.model_validate(body).summary == "Planned"
+
+
+@pytest.mark.parametrize(
+    ("pods", "unavailable", "ranks"),
+    [
+        ([{"index": 0, "node": "a"}, {"index": 1, "node": "b"}], {"b"}, [4, 5, 6, 7]),
+        ([{"index": 1, "node": "b"}, {"index": 0, "node": "b"}], {"b"}, [0, 1, 2, 3, 4, 5, 6, 7]),
+        ([{"index": 0, "node": "a"}], set(), []),
+        ([{"index": i, "node": "a"} for i in range(2000)], {"a"}, list(range(4096))),
+    ],
+)
+def test_degraded_ranks(
+    pods: list[dict[str, Any]], unavailable: set[str], ranks: list[int]
+) -> None:
+    assert degraded_ranks(pods, 4, unavailable) == ranks
+
+
+seconds = st.floats(min_value=0, max_value=1e12) | st.sampled_from([math.nan, math.inf])
+
+
+@given(
+    st.lists(st.sampled_from(["n0", "n1", "n2", "n3"]), min_size=1, max_size=8),
+    seconds,
+    seconds,
+    st.dictionaries(st.sampled_from(["tensor", "data", "pipeline", "x"]), seconds),
+    st.booleans(),
+)
+def test_any_decision_gives_a_valid_status(
+    pods: list[str], total: float, lower: float, by_dim: dict[str, float], feasible: bool
+) -> None:
+    decision = PlacementDecision(
+        feasible=feasible,
+        fabric="dgx-h100",
+        groups=GROUPS,
+        pods=tuple(pods) if feasible else (),
+        predicted=StepTimes(total, by_dim),
+        lower_bound=StepTimes(lower),
+    )
+    reservation = reservation_of(decision, 8)
+    body = build_plan_status(
+        decision, spec=SPEC, workload_display="Job/x", reservation=reservation, generation=0
+    )
+    model = TrainingTopologyStatus.model_validate(body)
+    assert sum(r.gpus for r in model.reservation) == 8 * len(model.pods)
+    assert [p.node for p in model.pods] == (pods if feasible else [])
