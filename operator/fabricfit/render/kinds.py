@@ -2,32 +2,24 @@
 
 Theory of operation
 -------------------
-A TrainingTopology names a workload; pod *k* of it carries ranks ``k*gpusPerPod ...``. Each kind
-numbers its pods with its own labels, and this module turns them into that one global index:
+Pod *k* of a workload carries ranks ``k*gpusPerPod ...``; each kind numbers its pods with its
+own labels, and this module turns them into that one global index *k*:
 
-============== ================================================ ==================================
-kind           pod templates                                    global index of a pod
-============== ================================================ ==================================
-Job            ``spec.template``                                completion index (Indexed Jobs)
-JobSet         ``spec.replicatedJobs[i].template.spec.template`` offset of its replicated job +
-                                                                job-index · pods-per-job +
-                                                                completion index
-PyTorchJob     ``spec.pytorchReplicaSpecs.{Master,Worker}       Master: replica index (0);
-               .template``                                      Worker i: i + Master replicas
-LeaderWorkerSet ``spec.leaderWorkerTemplate.{leaderTemplate,    group index · size + worker index
-               workerTemplate}``                                (the leader is worker 0)
-Pod            none (the pods themselves)                       the ``indexLabel`` value
-============== ================================================ ==================================
+* Job (``spec.template``): the completion index (Indexed Jobs only).
+* JobSet (``spec.replicatedJobs[i].template.spec.template``): replicated jobs in spec order,
+  so k = (pods of the replicated jobs before it) + job-index · pods-per-job + completion
+  index, as Kueue's rank ordering numbers them (reference/kueue-tas.md §2.5).
+* PyTorchJob (``spec.pytorchReplicaSpecs.{Master,Worker}.template``): k is the ``RANK`` the
+  Kubeflow training operator gives the pod: the replica index for the Master, index + Master
+  replicas (1) for Worker *i* (``pkg/controller.v1/pytorch/envvar.go``); the replica-type
+  label value is lower case there and compared case-insensitively here.
+* LeaderWorkerSet (``spec.leaderWorkerTemplate.{leaderTemplate,workerTemplate}``): k = group
+  index · size + worker index (the leader is worker 0).
+* Pod (no template): the value of the TrainingTopology's ``indexLabel``.
 
-JobSet: replicated jobs are numbered in spec order, as Kueue's rank ordering does
-(reference/kueue-tas.md §2.5: rank = podIndex + jobIndex · pods-per-job). PyTorchJob: the
-Kubeflow training operator sets ``RANK`` = replica index for the Master and index + 1 for
-Worker *i* when a Master exists (``pkg/controller.v1/pytorch/envvar.go``), and labels pods with
-the lower-cased replica type; the global index here is that ``RANK``. An index label that is
-missing, not a canonical decimal, or out of the workload's range gives ``None``.
-
-Patches are JSON merge patches: maps merge but lists are replaced, so a JobSet template change
-rewrites the whole ``replicatedJobs`` list (with every other field of it kept as read).
+An index label that is missing, not a canonical decimal, or out of the workload's range
+gives ``None``. Patches are JSON merge patches: maps merge but lists are replaced, so a
+JobSet template change rewrites the whole ``replicatedJobs`` list (other fields as read).
 """
 
 from __future__ import annotations
@@ -45,7 +37,7 @@ from fabricfit.api.constants import (
     LWS_GROUP_INDEX_LABEL,
     LWS_WORKER_INDEX_LABEL,
 )
-from fabricfit.render.workload import thaw
+from fabricfit.render.workload import merge_diff, thaw
 
 Path = tuple[str | int, ...]
 
@@ -130,23 +122,6 @@ def build_workload_patch(
     return patch
 
 
-def merge_diff(old: Any, new: Any) -> Any:
-    """The JSON merge patch (RFC 7386) taking ``old`` to ``new``; {} when equal."""
-    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
-        return thaw(new)
-    diff: dict[str, Any] = {k: None for k in old if k not in new}
-    for key, value in new.items():
-        if key not in old:
-            diff[key] = thaw(value)
-        elif isinstance(value, Mapping) and isinstance(old[key], Mapping):
-            nested = merge_diff(old[key], value)
-            if nested:
-                diff[key] = nested
-        elif old[key] != value:
-            diff[key] = thaw(value)
-    return diff
-
-
 def expected_pods(kind: str, workload: Mapping[str, Any]) -> int | None:
     """Pods the workload runs (each carrying one rank block), or None when unknown."""
     spec = _get(workload, ("spec",))
@@ -157,8 +132,9 @@ def expected_pods(kind: str, workload: Mapping[str, Any]) -> int | None:
             return None
         return _count(spec.get("completions"), None)
     if kind == "JobSet":
-        sizes = [_replicated_job_size(rj) for rj in _replicated_jobs(workload)]
-        return sum(s for s in sizes if s is not None) if sizes and None not in sizes else None
+        shapes = [_job_shape(rj) for rj in _replicated_jobs(workload)]
+        sizes = [p * r for p, r in shapes if p is not None and r is not None]
+        return sum(sizes) if shapes and len(sizes) == len(shapes) else None
     if kind == "PyTorchJob":
         replicas = [_pytorch_replicas(workload, t) for t in PYTORCH_REPLICA_TYPES]
         return sum(r for r in replicas if r is not None) or None
@@ -250,9 +226,7 @@ def _jobset_index(labels: Mapping[str, Any], workload: Mapping[str, Any]) -> int
         name = jobs[0].get("name")
     offset = 0
     for rj in jobs:
-        per_job = _count(_get(rj, ("template", "spec", "completions")), None)
-        per_job = per_job or _count(_get(rj, ("template", "spec", "parallelism")), 1)
-        replicas = _count(rj.get("replicas"), 1)
+        per_job, replicas = _job_shape(rj)
         if per_job is None or replicas is None:
             return None
         if rj.get("name") == name:
@@ -292,13 +266,13 @@ def _replicated_jobs(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [rj for rj in jobs if isinstance(rj, Mapping)] if isinstance(jobs, list) else []
 
 
-def _replicated_job_size(rj: Mapping[str, Any]) -> int | None:
+def _job_shape(rj: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(pods per job, jobs) of a replicated job; None where unknown or not Indexed."""
     spec = _get(rj, ("template", "spec"))
     if not isinstance(spec, Mapping) or spec.get("completionMode", "Indexed") != "Indexed":
-        return None
+        return None, None
     per_job = _count(spec.get("completions"), None) or _count(spec.get("parallelism"), 1)
-    replicas = _count(rj.get("replicas"), 1)
-    return per_job * replicas if per_job is not None and replicas is not None else None
+    return per_job, _count(rj.get("replicas"), 1)
 
 
 def _pytorch_replicas(workload: Mapping[str, Any], replica_type: str) -> int | None:

@@ -63,6 +63,23 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def merge_diff(old: Any, new: Any) -> Any:
+    """The JSON merge patch (RFC 7386) taking ``old`` to ``new``; {} when equal."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return thaw(new)
+    diff: dict[str, Any] = {k: None for k in old if k not in new}
+    for key, value in new.items():
+        if key not in old:
+            diff[key] = thaw(value)
+        elif isinstance(value, Mapping) and isinstance(old[key], Mapping):
+            nested = merge_diff(old[key], value)
+            if nested:
+                diff[key] = nested
+        elif old[key] != value:
+            diff[key] = thaw(value)
+    return diff
+
+
 def build_template_patch(
     *,
     topology_name: str,

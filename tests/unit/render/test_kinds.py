@@ -25,11 +25,11 @@ from fabricfit.render.kinds import (
     expected_pods,
     is_supported,
     is_suspended,
-    merge_diff,
     parse_index,
     pod_index,
     pod_templates,
 )
+from fabricfit.render.workload import merge_diff
 
 
 def tmpl(name: str) -> dict[str, Any]:
