@@ -43,8 +43,9 @@ class Candidate:
     slots: Assignment
 
 
-def job_blocks(layout: RankLayout) -> tuple[Block, ...]:
-    """Blocks of units of pods, in rank order."""
+def job_blocks(layout: RankLayout, *, keep_units: bool = True) -> tuple[Block, ...]:
+    """Blocks of units of pods, in rank order; ``keep_units=False`` makes every pod its own
+    unit (tensor groups may then span NVLink domains, for ``tensor: Preferred``)."""
     pods = layout.pods
     unit_parent = list(range(pods))
     block_parent = list(range(pods))
@@ -53,7 +54,7 @@ def job_blocks(layout: RankLayout) -> tuple[Block, ...]:
             first = layout.pod_of(group[0])
             for rank in group[1:]:
                 _union(block_parent, first, layout.pod_of(rank))
-                if kind == "tensor":
+                if kind == "tensor" and keep_units:
                     _union(unit_parent, first, layout.pod_of(rank))
     units: dict[int, list[int]] = {}
     for pod in range(pods):
@@ -212,9 +213,10 @@ def _fewest_first(domains: Sequence[LeafDomain], caps: dict[str, int]) -> tuple[
     return tuple(sorted(domains, key=lambda d: (-caps[d.key], d.key)))
 
 
-def generate_candidates(layout: RankLayout, domains: Sequence[LeafDomain]) -> tuple[Candidate, ...]:
+def generate_candidates(
+    blocks: Sequence[Block], domains: Sequence[LeafDomain]
+) -> tuple[Candidate, ...]:
     """Every distinct candidate over scopes × orders × packings, in a fixed order."""
-    blocks = job_blocks(layout)
     unit_pods = max(len(u) for b in blocks for u in b)
     units = sum(len(b) for b in blocks)
     seen: set[Assignment] = set()

@@ -17,12 +17,14 @@ the same decision (candidate order and tie-breaks are fixed).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.candidates import generate_candidates, job_blocks
+from fabricfit.placement.candidates import Block, generate_candidates, job_blocks
 from fabricfit.placement.constraints import eligible_nodes
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision, RankPlacement
@@ -37,10 +39,26 @@ from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
 from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
-from fabricfit.placement.slots import build_leaf_domains
+from fabricfit.placement.slots import LeafDomain, build_leaf_domains
 
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 SATURATED_SCORE = 99.95
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """Everything the search needs, derived once per plan."""
+
+    layout: RankLayout
+    domains: tuple[LeafDomain, ...]
+    blocks: tuple[Block, ...]
+    unit_pods: int
+    units_free: int
+    rejected: Counter[str]
+
+    @property
+    def units_needed(self) -> int:
+        return sum(len(b) for b in self.blocks)
 
 
 def plan_placement(
@@ -67,45 +85,86 @@ def plan_placement(
     )
     if reasons:
         return PlacementDecision(feasible=False, fabric=fabric, groups={}, reasons=reasons)
-    layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
-    nodes, rejected = eligible_nodes(snapshot, request, reservations)
-    domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
-    blocks = job_blocks(layout)
-    unit_pods = max(len(u) for b in blocks for u in b)
-    units_needed = sum(len(b) for b in blocks)
-    units_free = capacity_in_units(domains, unit_pods)
-    if units_free < units_needed:
+    problem = _prepare(snapshot, request, reservations)
+    if problem.units_free < problem.units_needed:
         return PlacementDecision(
             feasible=False,
             fabric=fabric,
-            groups=layout.groups,
+            groups=problem.layout.groups,
             reasons=capacity_reasons(
-                request, snapshot, units_needed, units_free, unit_pods, rejected
+                request,
+                snapshot,
+                problem.units_needed,
+                problem.units_free,
+                problem.unit_pods,
+                problem.rejected,
             ),
-            largest_feasible=largest_fit(request, units_free, unit_pods),
+            largest_feasible=largest_fit(request, problem.units_free, problem.unit_pods),
         )
-    model = StepModel(snapshot, layout, request, profile)
+    model = StepModel(snapshot, problem.layout, request, profile)
     ctx = PlanContext(
-        request=request, layout=layout, domains=domains, lower_bound=model.lower_bound()
+        request=request,
+        layout=problem.layout,
+        domains=problem.domains,
+        lower_bound=model.lower_bound(),
     )
-    scorer = Scorer(ctx, plugins, model)
-    results = [scorer.evaluate(c.label, c.slots) for c in generate_candidates(layout, domains)]
+    return _search(problem, Scorer(ctx, plugins, model), fabric, move_budget)
+
+
+def _prepare(
+    snapshot: ClusterSnapshot, request: PlacementRequest, reservations: Mapping[str, int]
+) -> _Problem:
+    """Layout, eligible slots and blocks; with ``tensor: Preferred`` a job whose multi-pod
+    tensor groups find no NVLink domain with room falls back to single-pod units."""
+    layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
+    nodes, rejected = eligible_nodes(snapshot, request, reservations)
+    domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
+    problem = _problem(layout, domains, job_blocks(layout), rejected)
+    short = problem.units_free < problem.units_needed
+    if short and problem.unit_pods > 1 and not request.tensor_required:
+        return _problem(layout, domains, job_blocks(layout, keep_units=False), rejected)
+    return problem
+
+
+def _problem(
+    layout: RankLayout,
+    domains: tuple[LeafDomain, ...],
+    blocks: tuple[Block, ...],
+    rejected: Counter[str],
+) -> _Problem:
+    unit_pods = max(len(u) for b in blocks for u in b)
+    return _Problem(
+        layout=layout,
+        domains=domains,
+        blocks=blocks,
+        unit_pods=unit_pods,
+        units_free=capacity_in_units(domains, unit_pods),
+        rejected=rejected,
+    )
+
+
+def _search(
+    problem: _Problem, scorer: Scorer, fabric: str, move_budget: int | None
+) -> PlacementDecision:
+    """Score every candidate, hill-climb the best, build the decision."""
+    candidates = generate_candidates(problem.blocks, problem.domains)
+    results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
     if not scored:
         why = tuple(dict.fromkeys(r.reason for r in results if isinstance(r, Rejected)))
         return PlacementDecision(
             feasible=False,
             fabric=fabric,
-            groups=layout.groups,
+            groups=problem.layout.groups,
             reasons=why or ("no candidate placement satisfied the hard constraints",),
-            largest_feasible=largest_fit(request, units_free, unit_pods),
+            largest_feasible=largest_fit(scorer.ctx.request, problem.units_free, problem.unit_pods),
         )
-    budget = default_move_budget(layout.pods) if move_budget is None else move_budget
+    budget = default_move_budget(problem.layout.pods) if move_budget is None else move_budget
     if scored[0].scores.get("communication-time", 0.0) >= SATURATED_SCORE:
         budget = 0  # already at the lower bound: no move can shorten communication
-    movable = [u[0] for b in blocks for u in b if len(u) == 1]
-    best, _ = improve(scorer, scored[0], domains, movable, budget)
-    return _decision(best, scorer, layout, fabric)
+    movable = [u[0] for b in problem.blocks for u in b if len(u) == 1]
+    best, _ = improve(scorer, scored[0], problem.domains, movable, budget)
+    return _decision(best, scorer, problem.layout, fabric)
 
 
 def profile_name(profile: FabricProfile) -> str:

@@ -57,7 +57,7 @@ def test_leaf_scope_prefers_rail_group_that_fits_exactly() -> None:
     )
     layout = build_layout(Parallelism(tensor=8, data=4), 8, "tp-cp-ep-dp-pp")
     domains = build_leaf_domains(snapshot.nodes, 8, {})
-    candidates = generate_candidates(layout, domains)
+    candidates = generate_candidates(job_blocks(layout), domains)
     assert candidates[0].label.startswith("leaf")
     assert {s.node for s in candidates[0].slots} == {"n004", "n005", "n006", "n007"}
 

@@ -147,3 +147,20 @@ def test_same_input_same_decision() -> None:
     second = _plan(snapshot, tensor=4, pipeline=2, data=4)
     assert first == second
     assert first.to_json_dict() == second.to_json_dict()
+
+
+def test_tensor_preferred_may_span_domains_when_nothing_else_fits() -> None:
+    # trays of 4 GPUs, NVLink domains of 2 trays, one tray of every domain taken
+    snapshot = make_cluster(
+        rail_groups_per_spine=1,
+        nodes_per_rail_group=4,
+        gpus=4,
+        rails=4,
+        domain_nodes=2,
+        used={"n000": 4, "n002": 4},
+    )
+    assert not _plan(snapshot, gpus_per_pod=4, tensor=8).feasible
+    decision = _plan(snapshot, gpus_per_pod=4, tensor=8, tensor_required=False)
+    assert decision.feasible
+    assert set(decision.pods) == {"n001", "n003"}
+    assert any("tensor-parallel groups span NVLink domains" in r for r in decision.reasons)
