@@ -14,8 +14,9 @@ NVLink / NET columns, so a slower network in a custom profile slows every protoc
 
 Bandwidth of the tiers (cost-model.md §4.3, §7): a ring that stays in one NVLink domain runs at
 the NVLink ring rate; a ring across domains enters and leaves each domain once per channel, so
-its bus bandwidth is the domain's NIC egress (NICs the group can drive × per-NIC rate), bounded
-by NVLink ``B·m/(m−1)`` for the m ranks chained inside the domain; traffic that leaves a rail
+its bus bandwidth is the domain's NIC egress (NICs the group can drive × per-NIC rate, at most
+the NICs NCCL's channels reach from one domain), bounded by NVLink ``B·m/(m−1)`` for the m ranks
+chained inside the domain; traffic that leaves a rail
 group or changes rails crosses the spine and pays the oversubscription of the tiers it climbs;
 ``load`` groups sharing the busiest NIC split it evenly.
 """
@@ -97,7 +98,10 @@ def ll_cap_gb_per_s(shape: GroupShape, profile: FabricProfile) -> float:
 
 def scaleout_gb_per_s(shape: GroupShape, profile: FabricProfile, load: float) -> tuple[float, str]:
     """Bus bandwidth of the inter-domain tier for this group, and the tier that limits it."""
-    nic = shape.min_nics_per_domain * profile.nic_gb_per_s / load
+    nics: float = shape.min_nics_per_domain
+    if profile.max_collective_nics_per_domain:
+        nics = min(nics, profile.max_collective_nics_per_domain)
+    nic = nics * profile.nic_gb_per_s / load
     if not shape.crosses_spine:
         return nic, "nic"
     over = profile.leaf_oversubscription

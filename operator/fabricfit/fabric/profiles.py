@@ -78,6 +78,9 @@ class FabricProfile:
     nvlink_hop_latency_us: float
     net_hop_latency_us: float
     switch_hop_latency_us: float  # per extra switch traversed (leaf->spine->leaf)
+    # NICs one collective drives out of one NVLink domain (NCCL maps each channel to one NIC and
+    # bounds the channel count); 0 = every NIC the group owns. Binds only on large domains.
+    max_collective_nics_per_domain: float = 0.0
     torus: TorusSpec | None = None
     description: str = ""
     sources: tuple[str, ...] = ()
@@ -105,11 +108,8 @@ class FabricProfile:
         return self.torus is not None
 
 
-_GPU_REQUIRED = tuple(
-    f.name
-    for f in fields(FabricProfile)
-    if f.name not in ("torus", "description", "sources", "_hash")
-)
+_OPTIONAL = ("max_collective_nics_per_domain", "torus", "description", "sources")
+_GPU_REQUIRED = tuple(f.name for f in fields(FabricProfile) if f.name not in (*_OPTIONAL, "_hash"))
 _TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
 
 
@@ -129,6 +129,10 @@ def _integer(doc: Mapping[str, Any], key: str, *, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ProfileError(f"profile field {key!r} must be within [{low}, {high}], got {value}")
     return value
+
+
+def _optional_number(doc: Mapping[str, Any], key: str) -> float:
+    return _number(doc, key, low=0.0, high=65_536) if key in doc else 0.0
 
 
 def _flag(doc: Mapping[str, Any], key: str) -> bool:
@@ -183,7 +187,7 @@ def _parse_sources(doc: Mapping[str, Any]) -> tuple[str, ...]:
 def _parse_profile(doc: Any) -> FabricProfile:
     if not isinstance(doc, Mapping):
         raise ProfileError("a fabric profile must be a YAML mapping")
-    allowed = {*_GPU_REQUIRED, "torus", "description", "sources"}
+    allowed = {*_GPU_REQUIRED, *_OPTIONAL}
     unknown = sorted(str(k) for k in doc if k not in allowed)
     if unknown:
         raise ProfileError(f"unknown profile field {unknown[0]!r}")
@@ -221,6 +225,7 @@ def _build(doc: Mapping[str, Any], name: str, arch: str, torus: TorusSpec | None
         nvlink_hop_latency_us=_number(doc, "nvlink_hop_latency_us", low=0.0, high=1_000),
         net_hop_latency_us=_number(doc, "net_hop_latency_us", low=0.0, high=10_000),
         switch_hop_latency_us=_number(doc, "switch_hop_latency_us", low=0.0, high=1_000),
+        max_collective_nics_per_domain=_optional_number(doc, "max_collective_nics_per_domain"),
         torus=torus,
         description=description,
         sources=_parse_sources(doc),
