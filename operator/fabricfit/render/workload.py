@@ -159,9 +159,15 @@ def _is_ours(gate: Any) -> bool:
 
 
 def _add_gate(spec: dict[str, Any]) -> None:
+    """Exactly one gate of ours, at its first position (duplicates are invalid in a pod)."""
     gates = _gates(spec)
-    if not any(_is_ours(g) for g in gates):
+    ours = [i for i, g in enumerate(gates) if _is_ours(g)]
+    if not ours:
         spec["schedulingGates"] = [*gates, {"name": SCHEDULING_GATE}]
+    elif len(ours) > 1:
+        spec["schedulingGates"] = [
+            g for i, g in enumerate(gates) if i in ours[:1] or not _is_ours(g)
+        ]
 
 
 def _drop_gate(spec: dict[str, Any]) -> None:

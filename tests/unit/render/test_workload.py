@@ -265,3 +265,16 @@ def test_rendering_keeps_user_fields(
 def test_topology_label_overrides_a_stale_value(mode: Mode) -> None:
     rendered = render(mode, {"metadata": {"labels": {TOPOLOGY_LABEL: "old"}}})
     assert rendered["metadata"]["labels"][TOPOLOGY_LABEL] == "llama"
+
+
+def test_duplicate_gates_of_ours_collapse_to_the_first() -> None:
+    template = {"spec": {"schedulingGates": [{"name": "a/b"}, {"name": SCHEDULING_GATE}] * 2}}
+    assert render("pinned", template, rail=None)["spec"]["schedulingGates"] == [
+        {"name": "a/b"},
+        {"name": SCHEDULING_GATE},
+        {"name": "a/b"},
+    ]
+    assert render("kueue-tas", template, rail=None)["spec"]["schedulingGates"] == [
+        {"name": "a/b"},
+        {"name": "a/b"},
+    ]
