@@ -28,6 +28,8 @@ from fabricfit.fabric.topology import GpuSlot
 Nic = tuple[str, int]  # (node, rail)
 _NO_NICS: frozenset[Nic] = frozenset()
 _FIRST = itemgetter(0)
+# Shapes of single-node groups by (ranks, rails, unlabelled rail group): a bounded, pure memo.
+_ONE_NODE: dict[tuple[int, int, bool], GroupShape] = {}
 
 
 class CostError(ValueError):
@@ -84,6 +86,8 @@ def summarize_with_nics(group: Sequence[GpuSlot]) -> tuple[GroupShape, frozenset
     if not group:
         raise CostError("a communicator needs at least one rank")
     nodes = [s.node for s in group]
+    if nodes.count(nodes[0]) == len(nodes):  # one node (most TP groups): no network at all
+        return _one_node(group), _NO_NICS
     per_node = Counter(nodes)
     nic_set = set(zip(nodes, [s.rail for s in group], strict=True))
     nics_per_node = Counter(map(_FIRST, nic_set))
@@ -110,6 +114,17 @@ def summarize_with_nics(group: Sequence[GpuSlot]) -> tuple[GroupShape, frozenset
         rail_aligned=len(nic_set) == len(per_node) * len({rail for _node, rail in nic_set}),
     )
     return shape, (frozenset(nic_set) if len(per_domain) > 1 else _NO_NICS)
+
+
+def _one_node(group: Sequence[GpuSlot]) -> GroupShape:
+    n, first = len(group), group[0]
+    key = (n, len({s.rail for s in group}), first.rail_group is None)
+    shape = _ONE_NODE.get(key)
+    if shape is None:
+        rail_groups = 0 if first.rail_group is None else 1
+        shape = GroupShape(n, 1, 1, n, n, key[1], n, rail_groups, key[2], 1, True)
+        _ONE_NODE[key] = shape
+    return shape
 
 
 def group_nics(group: Sequence[GpuSlot]) -> frozenset[Nic]:

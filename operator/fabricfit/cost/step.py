@@ -128,22 +128,26 @@ def _pipeline(
 ) -> tuple[float, float]:
     users: dict[tuple[str, str, int], int] = {}
     crossing_pairs = 0
-    pairs: list[tuple[GroupShape, tuple[str, str, int] | None, tuple[str, str, int] | None]] = []
+    local: set[tuple[bool, bool, bool, bool]] = set()
+    remote: list[
+        tuple[tuple[bool, bool, bool, bool], tuple[str, str, int], tuple[str, str, int]]
+    ] = []
     for chain in _locate(chains, slots):
         for a, b in pairwise(chain):
-            shape = _PAIRS[_pair_key(a, b)]
-            if not shape.multi_domain:
-                pairs.append((shape, None, None))
+            key = _pair_key(a, b)
+            if key[0]:
+                local.add(key)
                 continue
             # contention per direction: the sender's NIC egress, the receiver's ingress
             out, into = ("out", a.node, a.rail), ("in", b.node, b.rail)
             users[out] = users.get(out, 0) + 1
             users[into] = users.get(into, 0) + 1
-            crossing_pairs += shape.crosses_spine
-            pairs.append((shape, out, into))
-    if not pairs:
+            crossing_pairs += not key[2]  # off the leaf: above it
+            remote.append((key, out, into))
+    if not local and not remote:
         return 0.0, 0.0
-    priced = {(s, max(users[o], users[i]) if o and i else 1) for s, o, i in pairs}
+    keyed = {(key, 1) for key in local} | {(k, max(users[o], users[i])) for k, o, i in remote}
+    priced = [(_PAIRS[key], load) for key, load in keyed]
     seconds = crossing = 0.0
     for call in calls:
         worst = max(
