@@ -46,6 +46,7 @@ class Job:
     label: str
     parallelism: Parallelism
     model: ModelShape
+    gpus_per_pod: int = GPUS
 
 
 JOBS = (
@@ -58,6 +59,12 @@ JOBS = (
         "256 GPU 8B FSDP dp256",
         Parallelism(tensor=1, data=256),
         ModelShape(parameters=8_000_000_000, hidden_size=4096, layers=32, zero_stage=3),
+    ),
+    Job(
+        "64 GPU 7B 4-GPU pods tp4 dp16",
+        Parallelism(tensor=4, data=16),
+        ModelShape(parameters=7_000_000_000, hidden_size=4096, layers=32),
+        gpus_per_pod=4,
     ),
     Job(
         "512 GPU 70B tp8 pp4 dp16",
@@ -130,7 +137,9 @@ def make_cluster(nodes: int, fragmentation: float, seed: int = 7) -> ClusterSnap
 
 
 def _request(job: Job) -> PlacementRequest:
-    return PlacementRequest(parallelism=job.parallelism, gpus_per_pod=GPUS, model=job.model)
+    return PlacementRequest(
+        parallelism=job.parallelism, gpus_per_pod=job.gpus_per_pod, model=job.model
+    )
 
 
 @dataclass(frozen=True)
@@ -175,8 +184,9 @@ def baseline_times(
     snapshot: ClusterSnapshot, job: Job, profile: FabricProfile
 ) -> dict[str, float | None]:
     request = _request(job)
-    layout = build_layout(request.parallelism, GPUS, request.rank_order)
-    domains = build_leaf_domains([n for n in snapshot.nodes if n.free_gpus >= GPUS], GPUS, {})
+    g = job.gpus_per_pod
+    layout = build_layout(request.parallelism, g, request.rank_order)
+    domains = build_leaf_domains([n for n in snapshot.nodes if n.free_gpus >= g], g, {})
     model = StepModel(snapshot, layout, request, profile)
     out: dict[str, float | None] = {}
     for name, place in BASELINES.items():
@@ -299,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer cases and repeats")
     args = parser.parse_args(argv)
     if args.quick:
-        jobs = [JOBS[0], JOBS[2], JOBS[4]]
+        jobs = [JOBS[0], JOBS[2], JOBS[3], JOBS[5]]
         cases = [(n, f, j) for n in (64, 4096) for f in (0.0, 0.3) for j in jobs]
         repeats = 3
     else:

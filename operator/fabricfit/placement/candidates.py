@@ -10,28 +10,32 @@ block belongs in one leaf domain (rail group), where its data-parallel rings cos
 consecutive blocks (pipeline neighbours) exchange only point-to-point activations and may sit in
 neighbouring leaf domains of the same spine.
 
-A candidate is produced by choosing a *scope* (the smallest leaf domain that holds the whole job,
-the smallest spine that does, or the whole cluster, each with the fewest leaf domains first), a
-slot *order* inside each leaf domain (node-major keeps pods of a unit or an expert group on one
-node; position-major puts pods one per node on the same GPU window, i.e. the same rails), and a
-*packing* rule for blocks (best fit: the tightest leaf domain that holds the whole block; first
-fit: stay in the previous block's domain while it fits). Blocks that fit nowhere whole are split
-over the domains with the most room. The search scores every distinct candidate with the cost
-model; this module never scores.
+A candidate is produced by choosing a *scope* (the smallest leaf domain that holds the whole
+job, the leaf domain that holds it on the fewest nodes, the smallest spine that does, or the
+whole cluster, each with the fewest leaf domains first), a slot *order* inside each leaf domain
+(node-major keeps pods of a unit or an expert group on one node; position-major puts pods one
+per node on the same GPU window, i.e. the same rails; dense fills the nodes with the most free
+windows first, so the job uses the fewest nodes), and a *packing* rule for blocks (best fit: the
+tightest leaf domain that holds the whole block; first fit: stay in the previous block's domain
+while it fits). A block that fits no leaf domain whole is split inside one spine if any spine
+holds it, over the leaf domains with the most room, and cut between *sub-blocks* (pods joined
+by tensor, context or expert groups) so that an expert group's all-to-all does not straddle a
+leaf boundary it could avoid. The search scores every distinct candidate with the cost model;
+this module never scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabricfit.placement.layout import RankLayout
-from fabricfit.placement.slots import LeafDomain, PodSlot, position_major
+from fabricfit.placement.slots import LeafDomain, PodSlot, ordered_slots
 
 Unit = tuple[int, ...]
 Block = tuple[Unit, ...]
 Assignment = tuple[PodSlot, ...]
-ORDERS = ("node", "position")
+ORDERS = ("node", "position", "dense")
 PACKINGS = ("best-fit", "first-fit")
 
 
@@ -65,6 +69,19 @@ def job_blocks(layout: RankLayout, *, keep_units: bool = True) -> tuple[Block, .
     return tuple(tuple(b) for b in sorted(blocks.values()))
 
 
+def job_sub_blocks(layout: RankLayout) -> dict[int, int]:
+    """Pod → sub-block id: pods joined by tensor, context or expert groups (not data). When a
+    block must be split over leaf domains it is cut between sub-blocks, so an expert group's
+    all-to-all stays on the fastest tier that holds it."""
+    parent = list(range(layout.pods))
+    for kind in ("tensor", "context", "expert"):
+        for group in layout.groups[kind]:
+            first = layout.pod_of(group[0])
+            for rank in group[1:]:
+                _union(parent, first, layout.pod_of(rank))
+    return {pod: _find(parent, pod) for pod in range(layout.pods)}
+
+
 def _find(parent: list[int], item: int) -> int:
     while parent[item] != item:
         parent[item] = parent[parent[item]]
@@ -91,11 +108,16 @@ def unit_capacity(slots: Sequence[PodSlot], unit_pods: int) -> int:
 class _Packer:
     """Mutable packing state for one candidate; slots are consumed, never shared."""
 
-    def __init__(self, domains: Sequence[LeafDomain], order: str, unit_pods: int) -> None:
+    def __init__(
+        self,
+        domains: Sequence[LeafDomain],
+        order: str,
+        unit_pods: int,
+        sub_of: Mapping[int, int],
+    ) -> None:
         self.domains = list(domains)
-        self.free: list[list[PodSlot]] = [
-            list(position_major(d.slots) if order == "position" else d.slots) for d in domains
-        ]
+        self.sub_of = sub_of
+        self.free: list[list[PodSlot]] = [list(ordered_slots(d.slots, order)) for d in domains]
         self.unit_pods = unit_pods
         self.placed: dict[int, PodSlot] = {}
 
@@ -127,13 +149,28 @@ class _Packer:
             return target
         if sum(caps) < need:
             return None
-        pending = list(block)
+        order = self._split_order(caps, need, packing, previous)
+        pending: list[Unit] = []
         first: int | None = None
-        for index in self._split_order(caps, need, packing, previous):
+        for part in self._sub_blocks(block):
+            fits = [i for i in order if self.capacity(i) >= len(part)]
+            if fits:
+                for unit in part:
+                    self.take_unit(fits[0], unit)
+                first = fits[0] if first is None else first
+            else:
+                pending.extend(part)
+        for index in order:
             while pending and self.capacity(index) > 0:
                 self.take_unit(index, pending.pop(0))
                 first = index if first is None else first
         return first
+
+    def _sub_blocks(self, block: Block) -> list[list[Unit]]:
+        parts: dict[int, list[Unit]] = {}
+        for unit in block:
+            parts.setdefault(self.sub_of.get(unit[0], unit[0]), []).append(unit)
+        return list(parts.values())
 
     def _split_order(
         self, caps: list[int], need: int, packing: str, previous: int | None
@@ -172,11 +209,15 @@ class _Packer:
 
 
 def pack_blocks(
-    blocks: Sequence[Block], domains: Sequence[LeafDomain], order: str, packing: str
+    blocks: Sequence[Block],
+    domains: Sequence[LeafDomain],
+    order: str,
+    packing: str,
+    sub_of: Mapping[int, int] | None = None,
 ) -> Assignment | None:
     """Place every block in ``domains``; None when they do not hold the job."""
     unit_pods = max((len(u) for b in blocks for u in b), default=1)
-    packer = _Packer(domains, order, unit_pods)
+    packer = _Packer(domains, order, unit_pods, sub_of or {})
     previous: int | None = None
     for block in blocks:
         previous = packer.place_block(block, packing, previous)
@@ -196,6 +237,11 @@ def choose_scopes(
     if leaves:
         best = min(leaves, key=lambda d: (caps[d.key], d.key))
         scopes.append((f"leaf {best.key}", (best,)))
+        densest = min(
+            leaves, key=lambda d: (nodes_needed(d, units * unit_pods), caps[d.key], d.key)
+        )
+        if densest is not best:
+            scopes.append((f"leaf {densest.key} (fewest nodes)", (densest,)))
     spines: dict[str, list[LeafDomain]] = {}
     for d in domains:
         spines.setdefault(d.spine, []).append(d)
@@ -209,12 +255,27 @@ def choose_scopes(
     return scopes
 
 
+def nodes_needed(domain: LeafDomain, pods: int) -> int:
+    """Fewest nodes of ``domain`` that hold ``pods`` pods (fullest nodes first)."""
+    per_node: dict[str, int] = {}
+    for slot in domain.slots:
+        per_node[slot.node] = per_node.get(slot.node, 0) + 1
+    held = 0
+    for count, size in enumerate(sorted(per_node.values(), reverse=True), start=1):
+        held += size
+        if held >= pods:
+            return count
+    return len(per_node) + 1
+
+
 def _fewest_first(domains: Sequence[LeafDomain], caps: dict[str, int]) -> tuple[LeafDomain, ...]:
     return tuple(sorted(domains, key=lambda d: (-caps[d.key], d.key)))
 
 
 def generate_candidates(
-    blocks: Sequence[Block], domains: Sequence[LeafDomain]
+    blocks: Sequence[Block],
+    domains: Sequence[LeafDomain],
+    sub_of: Mapping[int, int] | None = None,
 ) -> tuple[Candidate, ...]:
     """Every distinct candidate over scopes × orders × packings, in a fixed order."""
     unit_pods = max(len(u) for b in blocks for u in b)
@@ -224,7 +285,7 @@ def generate_candidates(
     for scope_label, scope in choose_scopes(domains, units, unit_pods):
         for order in ORDERS:
             for packing in PACKINGS:
-                slots = pack_blocks(blocks, scope, order, packing)
+                slots = pack_blocks(blocks, scope, order, packing, sub_of)
                 if slots is None or slots in seen:
                     continue
                 seen.add(slots)

@@ -24,7 +24,12 @@ from types import MappingProxyType
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.candidates import Block, generate_candidates, job_blocks
+from fabricfit.placement.candidates import (
+    Block,
+    generate_candidates,
+    job_blocks,
+    job_sub_blocks,
+)
 from fabricfit.placement.constraints import eligible_nodes
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision, RankPlacement
@@ -147,7 +152,9 @@ def _search(
     problem: _Problem, scorer: Scorer, fabric: str, move_budget: int | None
 ) -> PlacementDecision:
     """Score every candidate, hill-climb the best, build the decision."""
-    candidates = generate_candidates(problem.blocks, problem.domains)
+    candidates = generate_candidates(
+        problem.blocks, problem.domains, job_sub_blocks(problem.layout)
+    )
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
     if not scored:

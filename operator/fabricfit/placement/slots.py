@@ -131,3 +131,23 @@ def position_major(slots: Iterable[PodSlot]) -> tuple[PodSlot, ...]:
     indexed = list(enumerate(slots))
     indexed.sort(key=lambda item: (-item[1].position, item[0]))
     return tuple(slot for _, slot in indexed)
+
+
+def fullest_first(slots: Iterable[PodSlot]) -> tuple[PodSlot, ...]:
+    """Slots of the nodes with the most free windows first (node-major, fabric order within),
+    so a job lands on as few nodes as possible and pods share NVLink and NICs."""
+    indexed = list(enumerate(slots))
+    per_node: dict[str, int] = {}
+    for _, slot in indexed:
+        per_node[slot.node] = per_node.get(slot.node, 0) + 1
+    indexed.sort(key=lambda item: (-per_node[item[1].node], item[0]))
+    return tuple(slot for _, slot in indexed)
+
+
+def ordered_slots(slots: Iterable[PodSlot], order: str) -> tuple[PodSlot, ...]:
+    """``slots`` in one of the candidate orders: node, position or dense."""
+    if order == "position":
+        return position_major(slots)
+    if order == "dense":
+        return fullest_first(slots)
+    return tuple(slots)

@@ -164,3 +164,15 @@ def test_tensor_preferred_may_span_domains_when_nothing_else_fits() -> None:
     assert decision.feasible
     assert set(decision.pods) == {"n001", "n003"}
     assert any("tensor-parallel groups span NVLink domains" in r for r in decision.reasons)
+
+
+def test_half_node_pods_prefer_whole_free_nodes_over_scattered_halves() -> None:
+    # rg0: 8 half-used nodes (one 4-GPU window each, a tighter fit by slot count);
+    # rg1: 4 fully free nodes. Two pods per node keep half of every DP ring on NVLink.
+    used = {f"n{i:03d}": 4 for i in range(8)}
+    snapshot = make_cluster(rail_groups_per_spine=2, nodes_per_rail_group=8, used=used)
+    decision = _plan(snapshot, gpus_per_pod=4, tensor=4, data=8)
+    assert decision.feasible
+    assert len(set(decision.pods)) == 4
+    assert {_rail_group(snapshot, n) for n in decision.pods} == {"s0/rg1"}
+    assert decision.efficiency == pytest.approx(1.0, abs=0.01)
