@@ -14,6 +14,9 @@ reduce-scatter, all-gather and all-to-all; ``algbw = size / time`` and
 ``load`` is the contention factor: how many groups share the busiest scale-out link of this
 group. ``estimate_concurrent`` derives it from the groups themselves (NICs used by several
 groups at once, e.g. eight DP rings forced onto one rail) and returns the slowest group.
+Links above the leaf are always priced at their oversubscribed share (the profile's ratio),
+even for one group alone: the model assumes a busy shared fabric, which also keeps "crossing
+the spine is never faster than staying under one leaf" true by construction.
 """
 
 from __future__ import annotations

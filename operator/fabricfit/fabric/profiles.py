@@ -10,7 +10,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
 * scale-out: NICs per node, line rate (Gbit/s) and the fraction a p2p/ring stream reaches,
   oversubscription above the leaf (traffic leaving a rail group or changing rails) and above the
   spine (traffic crossing spine blocks), per-hop switch latency;
-* TPU: torus shape of the pod, one-way ICI bandwidth per link, the wraparound rule, OCS, DCN.
+* TPU: torus shape of the pod, one-way ICI bandwidth per link, the wraparound rule, OCS, DCN;
+* optional ``max_collective_nics_per_domain``: how many NICs one NCCL collective actually drives
+  out of a large NVLink domain (channels map to NICs; binds on GB200 NVL72, not on 8-GPU nodes).
 
 Every number carries its source in the preset YAML files (``presets/*.yaml``, key ``sources``);
 the reference notes with the same citations are ``docs/reference/cost-model.md``. Custom
@@ -117,9 +119,13 @@ def _number(doc: Mapping[str, Any], key: str, *, low: float, high: float) -> flo
     value = doc.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ProfileError(f"profile field {key!r} must be a number, got {value!r}")
-    if not math.isfinite(value) or not low <= value <= high:
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or not low <= number <= high:
         raise ProfileError(f"profile field {key!r} must be within [{low}, {high}], got {value}")
-    return float(value)
+    return number
 
 
 def _integer(doc: Mapping[str, Any], key: str, *, low: int, high: int) -> int:
@@ -253,7 +259,7 @@ def load_profile(text: str) -> FabricProfile:
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else "syntax error"
         raise ProfileError(f"profile is not valid YAML: {first}") from None
-    except (TypeError, ValueError) as err:  # non-str input, odd encodings
+    except (TypeError, ValueError, AttributeError) as err:  # non-str input, odd encodings
         raise ProfileError(f"profile is not valid YAML: {err}") from None
     return _parse_profile(doc)
 

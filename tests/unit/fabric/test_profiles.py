@@ -160,3 +160,28 @@ def test_arbitrary_text_is_a_profile_or_a_profile_error(text: str) -> None:
         assert "\n" not in str(err)
     else:
         assert isinstance(profile, FabricProfile)
+
+
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**400), 10**400),
+    st.floats(allow_nan=True),
+    st.text(max_size=10),
+    st.lists(st.integers(-5, 100), max_size=4),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(PRESETS)), st.data())
+def test_mutated_presets_load_or_fail_with_profile_error(name: str, data: st.DataObject) -> None:
+    doc = preset_doc(name)
+    key = data.draw(st.sampled_from(sorted(doc)))
+    doc[key] = data.draw(VALUES)
+    try:
+        profile = load_profile(yaml.safe_dump(doc))
+    except ProfileError as err:
+        assert "\n" not in str(err)
+    else:
+        assert isinstance(profile, FabricProfile)
