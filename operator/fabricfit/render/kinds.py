@@ -122,6 +122,30 @@ def build_workload_patch(
     return patch
 
 
+def template_pod_count(kind: str, workload: Mapping[str, Any], path: Path) -> int | None:
+    """Pods of the smallest Kueue PodSet built from the template at ``path``, or None.
+
+    Kueue validates slice sizes per PodSet. A LeaderWorkerSet is admitted one group at a time,
+    as a leader PodSet (1 pod) and a worker PodSet (size - 1); without a leader template the
+    worker template also makes the leader's PodSet.
+    """
+    if kind == "Job":
+        return expected_pods(kind, workload)
+    if kind == "JobSet" and len(path) > 2 and isinstance(path[2], int):
+        rj = _get(workload, path[:3])
+        per_job, replicas = _job_shape(rj) if isinstance(rj, Mapping) else (None, None)
+        return per_job * replicas if per_job is not None and replicas is not None else None
+    if kind == "PyTorchJob" and len(path) > 2:
+        return _pytorch_replicas(workload, str(path[2]))
+    if kind == "LeaderWorkerSet":
+        base = ("spec", "leaderWorkerTemplate")
+        size = _count(_get(workload, (*base, "size")), 1)
+        if path[-1] == "leaderTemplate" or _get(workload, (*base, "leaderTemplate")) is None:
+            return 1
+        return size - 1 if size is not None else None
+    return None
+
+
 def expected_pods(kind: str, workload: Mapping[str, Any]) -> int | None:
     """Pods the workload runs (each carrying one rank block), or None when unknown."""
     spec = _get(workload, ("spec",))

@@ -176,6 +176,31 @@ def build_kueue_annotations(
     return annotations
 
 
+def fit_to_podset(annotations: Mapping[str, str], pod_count: int | None) -> dict[str, str]:
+    """``annotations`` for one Kueue PodSet of ``pod_count`` pods (one pod template).
+
+    Kueue validates slices per PodSet: the slice size must not exceed the PodSet's count and
+    slices must tile it, so a Master or leader template (one pod) drops the slice request.
+    Required/preferred levels stay: a subset of pods fits where the whole plan fits.
+    """
+    fitted = dict(annotations)
+    if KUEUE_SLICE_SIZE not in fitted and KUEUE_SLICE_REQUIRED_TOPOLOGY not in fitted:
+        return fitted
+    size = parse_size(fitted.get(KUEUE_SLICE_SIZE))
+    fits = pod_count is None or (size is not None and pod_count >= size and pod_count % size == 0)
+    if size is None or not fits:
+        fitted.pop(KUEUE_SLICE_SIZE, None)
+        fitted.pop(KUEUE_SLICE_REQUIRED_TOPOLOGY, None)
+    return fitted
+
+
+def parse_size(value: str | None) -> int | None:
+    """A positive decimal annotation value, else None."""
+    if value is None or not value.isascii() or not value.isdigit() or int(value) == 0:
+        return None
+    return int(value)
+
+
 def _domain(
     node: str, tier: str, tier_keys: Mapping[str, str], node_labels: Mapping[str, Mapping[str, str]]
 ) -> tuple[str | None, ...] | None:

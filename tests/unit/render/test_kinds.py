@@ -28,6 +28,7 @@ from fabricfit.render.kinds import (
     parse_index,
     pod_index,
     pod_templates,
+    template_pod_count,
 )
 from fabricfit.render.workload import merge_diff
 
@@ -487,3 +488,26 @@ def test_supported_kinds_and_affinity_mutability() -> None:
         "PyTorchJob",
         "LeaderWorkerSet",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "workload", "counts"),
+    [
+        ("Job", JOB, [8]),
+        ("JobSet", JOBSET, [6, 4]),
+        ("PyTorchJob", PYTORCH, [1, 3]),
+        ("PyTorchJob", PYTORCH_WORKERS_ONLY, [4]),
+        ("LeaderWorkerSet", LWS, [1, 3]),
+        ("LeaderWorkerSet", LWS_NO_LEADER, [1]),
+    ],
+)
+def test_template_pod_count(kind: str, workload: dict[str, Any], counts: list[int]) -> None:
+    paths = [path for path, _ in pod_templates(kind, workload)]
+    assert [template_pod_count(kind, workload, p) for p in paths] == counts
+
+
+def test_template_pod_count_unknown() -> None:
+    assert template_pod_count("Pod", {}, ("spec",)) is None
+    path = ("spec", "replicatedJobs", 7, "template", "spec", "template")
+    assert template_pod_count("JobSet", JOBSET, path) is None
+    assert template_pod_count("Job", {"spec": {}}, ("spec", "template")) is None

@@ -18,7 +18,12 @@ from fabricfit.api.constants import (
 from fabricfit.api.models import Parallelism
 from fabricfit.placement.decision import PlacementDecision, RankPlacement
 from fabricfit.placement.layout import build_layout
-from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
+from fabricfit.render.kueue import (
+    build_kueue_annotations,
+    fit_to_podset,
+    parse_size,
+    tier_label_keys,
+)
 
 NATIVE = {
     "spine": LABEL_SPINE,
@@ -287,3 +292,25 @@ H = {"hostname": HOSTNAME_LABEL}
 )
 def test_tier_label_keys(scheme: str, nodes: list[dict[str, str]], keys: dict[str, str]) -> None:
     assert tier_label_keys(scheme, nodes) == keys
+
+
+@pytest.mark.parametrize(
+    ("count", "kept"),
+    [(None, True), (1, False), (2, True), (3, False), (4, True), (6, True), (7, False)],
+)
+def test_fit_to_podset_drops_slices_that_do_not_tile_the_podset(
+    count: int | None, kept: bool
+) -> None:
+    annotations = {REQUIRED: LABEL_RAIL_GROUP, **SLICE}
+    expected = annotations if kept else {REQUIRED: LABEL_RAIL_GROUP}
+    assert fit_to_podset(annotations, count) == expected
+    assert fit_to_podset({PREFERRED: LABEL_RAIL_GROUP}, 1) == {PREFERRED: LABEL_RAIL_GROUP}
+    broken = {PREFERRED: LABEL_RAIL_GROUP, KUEUE_SLICE_SIZE: "0"}
+    assert fit_to_podset(broken, None) == {PREFERRED: LABEL_RAIL_GROUP}
+
+
+@pytest.mark.parametrize(
+    ("value", "size"), [("2", 2), ("0", None), ("", None), ("-1", None), ("x", None), (None, None)]
+)
+def test_parse_size(value: str | None, size: int | None) -> None:
+    assert parse_size(value) == size
