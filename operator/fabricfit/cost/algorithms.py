@@ -176,7 +176,7 @@ def pairwise_alltoall(
     nvl_s = size * (m - 1) / n / (profile.nvlink_ring_gb_per_s * GB)
     net_s, tier = 0.0, "nvlink"
     if shape.multi_domain:
-        out, out_tier = nccl.scaleout_gb_per_s(shape, profile, load)
+        out, out_tier = nccl.scaleout_gb_per_s(shape, profile, load, channels=False)
         net_s = m * size * (n - m) / n / (out * GB)
         if net_s > nvl_s:
             tier = out_tier

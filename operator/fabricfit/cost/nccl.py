@@ -96,10 +96,14 @@ def ll_cap_gb_per_s(shape: GroupShape, profile: FabricProfile) -> float:
     return LL_MAX_TWO_NODES_GB_PER_S if shape.nodes == 2 else LL_MAX_MANY_NODES_GB_PER_S
 
 
-def scaleout_gb_per_s(shape: GroupShape, profile: FabricProfile, load: float) -> tuple[float, str]:
-    """Bus bandwidth of the inter-domain tier for this group, and the tier that limits it."""
+def scaleout_gb_per_s(
+    shape: GroupShape, profile: FabricProfile, load: float, *, channels: bool = True
+) -> tuple[float, str]:
+    """Bus bandwidth of the inter-domain tier for this group, and the tier that limits it.
+    ``channels``: ring/tree traffic leaves a domain through one NIC per NCCL channel, so the
+    profile's per-domain NIC bound applies; p2p-based all-to-all uses every rank's own NIC."""
     nics: float = shape.min_nics_per_domain
-    if profile.max_collective_nics_per_domain:
+    if channels and profile.max_collective_nics_per_domain:
         nics = min(nics, profile.max_collective_nics_per_domain)
     nic = nics * profile.nic_gb_per_s / load
     if not shape.crosses_spine:

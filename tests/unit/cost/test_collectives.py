@@ -213,3 +213,24 @@ def test_tpu_slices_talk_over_dcn() -> None:
     assert est.bottleneck == "dcn" and est.algorithm == "torus"
     one_slice = estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(16, 4, domain="s"), V5E)
     assert est.seconds > one_slice.seconds
+
+
+@pytest.mark.parametrize(
+    ("fabric", "nodes", "gpus", "domains"), [("dgx-h100", 2, 8, 2), ("gb200-nvl72", 72, 4, 4)]
+)
+def test_alltoall_across_domains_is_per_gpu_nic_times_n_over_n_minus_1(
+    fabric: str, nodes: int, gpus: int, domains: int
+) -> None:
+    # busbw ≈ N/(N−1) × per-GPU network bandwidth (sjeaugey, nccl-tests#130); every rank's own
+    # NIC carries its share (no channel bound for p2p-based all-to-all)
+    profile = get_profile(fabric)
+    per_domain = profile.gpus_per_nvlink_domain // profile.gpus_per_node
+    group = [
+        GpuSlot(f"n{n}", j, j, f"d{n // per_domain}", "su0", "s0")
+        for n in range(nodes)
+        for j in range(gpus)
+    ]
+    est = estimate_collective(Collective.ALL_TO_ALL, 4 * GIB, group, profile)
+    n = nodes * gpus
+    expected = profile.nic_gb_per_s * domains / (domains - 1) * (n - 1) / n
+    assert est.busbw_gb_per_s == pytest.approx(expected, rel=0.02)
