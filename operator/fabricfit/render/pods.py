@@ -13,7 +13,8 @@ server, that
    they are absent; and
 2. removes our gate by its index, preceded by a ``test`` of that index's name, so a gate list
    changed since the pod was read makes the whole patch fail instead of removing someone
-   else's gate.
+   else's gate. When the pod as read carries a ``resourceVersion``, affinity edits are also
+   guarded by a ``test`` of it: ``add`` on a member that appeared meanwhile would replace it.
 
 The real kube-scheduler then binds the pod, and can only pick ``node``. ``metadata.name``
 (a field selector) is used instead of the ``kubernetes.io/hostname`` label because node name
@@ -48,7 +49,7 @@ def build_pin_patch(pod: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
     if current is not None and current != node:
         raise ValueError(f"pod is already pinned to node {current!r}, not {node!r}")
     affinity_ops = [] if current == node else _affinity_ops(pod, node)
-    return [*_gate_test(pod), *affinity_ops, *_gate_remove(pod)]
+    return [*_version_test(pod, affinity_ops), *_gate_test(pod), *affinity_ops, *_gate_remove(pod)]
 
 
 def build_ungate_patch(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -124,6 +125,15 @@ def _narrow_term(index: int, term: Any, requirement: dict[str, Any]) -> dict[str
     if isinstance(fields, list):
         return {"op": "add", "path": _pointer((*base, "matchFields", "-")), "value": requirement}
     return {"op": "add", "path": _pointer((*base, "matchFields")), "value": [requirement]}
+
+
+def _version_test(pod: Mapping[str, Any], affinity_ops: list[Any]) -> list[dict[str, Any]]:
+    """Guard affinity edits with the resourceVersion read: ``add`` replaces a member that
+    appeared meanwhile, which must not silently drop someone else's affinity."""
+    version = _get(pod, ("metadata", "resourceVersion"))
+    if not affinity_ops or not isinstance(version, str) or not version:
+        return []
+    return [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
 
 
 def _gate_index(pod: Mapping[str, Any]) -> int | None:

@@ -245,3 +245,23 @@ def test_pinning_narrows_every_term_and_removes_only_our_gate(before: dict[str, 
             )
     assert after["spec"]["containers"] == original["spec"]["containers"]
     assert after["metadata"] == original["metadata"]
+
+
+def test_affinity_edits_are_guarded_by_the_resource_version_read() -> None:
+    before = pod({"schedulingGates": [OURS]})
+    before["metadata"]["resourceVersion"] = "42"
+    ops = build_pin_patch(before, "n1")
+    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
+    assert planned_node_of(apply_patch(before, ops)) == "n1"
+    # Someone added a node affinity meanwhile: our "add /spec/affinity" must not replace it.
+    changed = copy.deepcopy(before)
+    changed["metadata"]["resourceVersion"] = "43"
+    changed["spec"]["affinity"] = required({"matchExpressions": [ZONE]})
+    with pytest.raises(PatchError, match="test failed"):
+        apply_patch(changed, ops)
+    # Ungating alone needs no version guard: the gate-name test is enough.
+    pinned = {
+        **before,
+        "spec": {"schedulingGates": [OURS], "affinity": required({"matchFields": [PIN]})},
+    }
+    assert build_pin_patch(pinned, "n1") == GATE_OPS
