@@ -33,6 +33,7 @@ class FakeFabric:
     scheme: str = "native"
     fabric: str | None = "dgx-h100"
     prefix: str = "gpu"
+    pool: str | None = None  # value of label fabricfit.dev/pool, to fence tests off each other
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -150,6 +151,7 @@ def node_manifest(fabric: FakeFabric, pos: Position) -> dict[str, Any]:
         "nvidia.com/gpu.count": str(fabric.gpus_per_node),
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
         "fabricfit.dev/fake": "true",
+        **({"fabricfit.dev/pool": fabric.pool} if fabric.pool else {}),
         **scheme_labels(fabric, pos),
     }
     resources = {

@@ -37,6 +37,8 @@ def free_port() -> int:
 
 def check_port_free(port: int, what: str) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # Go listeners set SO_REUSEADDR, so only a live listener (not TIME_WAIT) blocks them.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError as err:

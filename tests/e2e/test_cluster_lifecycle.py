@@ -19,7 +19,10 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 
 def port_free(port: int) -> bool:
+    """True when nothing listens on the port (TIME_WAIT remnants do not count, as for Go's
+    listeners, which set SO_REUSEADDR)."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

@@ -23,6 +23,7 @@ from fabricfit.fabric.profiles import FabricProfile, get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import patch_status
 from fabricfit.placement import PlacementDecision, plan_placement, request_from_spec
+from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.draft import StatusDraft
@@ -55,6 +56,29 @@ def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSn
     return take_snapshot(
         views.nodes, views.pods, scheme=scheme, default_fabric=state.config.default_fabric
     )
+
+
+def plan_still_fits(
+    state: OperatorState,
+    key: TopologyKey,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    views: Views,
+    snapshot: ClusterSnapshot,
+    plan: Sequence[str],
+) -> bool:
+    """Whether a plan whose pods have not started still fits: every node available, matching
+    the workload's constraints (which may have appeared after planning), with room for its pods
+    once other plans' holds are taken out."""
+    held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
+    request = request_from_spec(spec, template)
+    for node, count in Counter(plan).items():
+        if not snapshot.has_node(node):
+            return False
+        extra = {node: held.get(node, 0) + (count - 1) * spec.gpus_per_pod}
+        if node_rejection(snapshot.node(node), request, extra) is not None:
+            return False
+    return True
 
 
 async def write_status(state: OperatorState, key: TopologyKey, draft: StatusDraft) -> None:

@@ -204,13 +204,13 @@ async def _ensure_plan(
 ) -> tuple[list[str], ClusterSnapshot]:
     status = body.get("status") or {}
     current = evaluation.planned_nodes(status)
-    snapshot = planning.fresh_snapshot(
-        state, views_of(), spec.label_scheme or state.config.label_scheme
-    )
-    started = any(evaluation.is_pinned_or_bound(p) for p in pods)
+    views = views_of()
+    scheme = spec.label_scheme or state.config.label_scheme
+    snapshot = planning.fresh_snapshot(state, views, scheme)
+    if current and any(evaluation.is_pinned_or_bound(p) for p in pods):
+        return current, snapshot  # a started job is never moved; lost pods are re-placed
     fresh = status.get("observedGeneration") == draft.generation and len(current) == spec.pods
-    usable = all(snapshot.has_node(n) and snapshot.node(n).available for n in current)
-    if current and (started or (fresh and usable)):
+    if fresh and planning.plan_still_fits(state, key, spec, template, views, snapshot, current):
         return current, snapshot
     ref = spec.workload_ref
     assert ref is not None
