@@ -1,7 +1,5 @@
 """A tiny RFC 6902 JSON Patch applier (add, remove, replace, test) for unit tests."""
 
-from __future__ import annotations
-
 import copy
 from typing import Any
 
@@ -25,21 +23,20 @@ def apply_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
     doc = copy.deepcopy(doc)
     for op in ops:
         parent, key = _parent(doc, op["path"])
-        is_list = isinstance(parent, list)
+        is_list, adding = isinstance(parent, list), op["op"] == "add"
         index = (len(parent) if key == "-" else int(key)) if is_list else key
-        if is_list and not 0 <= index <= len(parent) - (op["op"] != "add"):
+        if is_list and not 0 <= index <= len(parent) - (not adding):
             raise PatchError(f"index out of range: {op['path']}")
-        if not is_list and (
-            not isinstance(parent, dict) or (op["op"] != "add" and key not in parent)
-        ):
+        if not is_list and (not isinstance(parent, dict) or (not adding and key not in parent)):
             raise PatchError(f"no {op['path']}")
         if op["op"] == "test" and parent[index] != op["value"]:
             raise PatchError(f"test failed: {op['path']}")
         if op["op"] in ("remove", "replace"):
             del parent[index]
         if op["op"] in ("add", "replace"):
+            value = copy.deepcopy(op["value"])
             if is_list:
-                parent.insert(index, copy.deepcopy(op["value"]))
+                parent.insert(index, value)
             else:
-                parent[index] = copy.deepcopy(op["value"])
+                parent[index] = value
     return doc
