@@ -43,6 +43,7 @@ class StatusDraft:
         self.generation = generation
         self.fields: dict[str, Any] = {}
         self.transitions: list[Transition] = []
+        self.pins = 0
 
     def condition(self, type_: str, status: str, reason: str, message: str) -> None:
         assert type_ in CONDITION_TYPES

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,7 +52,12 @@ from fabricfit.render.pods import build_ungate_patch, is_gated
 
 @dataclass(frozen=True)
 class Outcome:
+    """What one reconcile did: condition changes (Events), the status the object now shows,
+    and how many pods it pinned."""
+
     transitions: tuple[Transition, ...] = ()
+    status: Mapping[str, Any] = field(default_factory=dict)
+    pinned: int = 0
 
 
 class _StopError(Exception):
@@ -74,7 +79,7 @@ async def reconcile(
         with contextlib.suppress(_StopError):
             await _reconcile(body, key, state, views_of, draft)
         await planning.write_status(state, key, draft)
-        return Outcome(tuple(draft.transitions))
+        return Outcome(tuple(draft.transitions), dict(draft.current), draft.pins)
 
 
 def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologySpec:
@@ -257,6 +262,7 @@ async def _pin(
     draft: StatusDraft,
 ) -> list[str]:
     pinned = await applying.pin_pods(state.rest, spec, pods, plan, snapshot, workload)
+    draft.pins += len(pinned.pinned)
     if not pinned.lost:
         return plan
     replacement = await planning.replace_and_reserve(
@@ -271,7 +277,8 @@ async def _pin(
         )
         return plan
     new_plan = list(replacement.pods)
-    await applying.pin_pods(state.rest, spec, pods, new_plan, snapshot, workload)
+    repinned = await applying.pin_pods(state.rest, spec, pods, new_plan, snapshot, workload)
+    draft.pins += len(repinned.pinned)
     return new_plan
 
 
