@@ -130,6 +130,7 @@ def _estimate(
     load: float,
 ) -> CollectiveEstimate:
     n = shape.ranks
+    _check_shape(shape)
     if n == 1 or size == 0:
         return CollectiveEstimate(collective, "none", "none", 0.0, 0.0, 0.0, "latency", size, n)
     if profile.torus is not None:
@@ -149,6 +150,18 @@ def _estimate(
         size_bytes=size,
         ranks=n,
     )
+
+
+def _check_shape(shape: GroupShape) -> None:
+    # shapes may be built by hand (placement bounds); reject ones no placement could produce
+    if (
+        shape.ranks < 1
+        or not 1 <= shape.domains <= shape.ranks
+        or not 1 <= shape.min_per_domain <= shape.max_per_domain <= shape.ranks
+        or shape.min_nics_per_domain < 1
+        or shape.max_per_node < 1
+    ):
+        raise CostError(f"inconsistent group shape {shape}")
 
 
 def _bottleneck(best: Candidate) -> str:

@@ -234,3 +234,16 @@ def test_alltoall_across_domains_is_per_gpu_nic_times_n_over_n_minus_1(
     n = nodes * gpus
     expected = profile.nic_gb_per_s * domains / (domains - 1) * (n - 1) / n
     assert est.busbw_gb_per_s == pytest.approx(expected, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        GroupShape(8, 1, 1, 8, 8, 0, 8, 1, False, 1, True),  # no NIC
+        GroupShape(8, 1, 9, 8, 8, 1, 8, 1, False, 1, True),  # more domains than ranks
+        GroupShape(8, 1, 1, 4, 8, 1, 8, 1, False, 1, True),  # min > max per domain
+    ],
+)
+def test_inconsistent_hand_built_shapes_are_rejected(shape: GroupShape) -> None:
+    with pytest.raises(CostError, match="inconsistent"):
+        estimate_shape(Collective.ALL_REDUCE, GIB, shape, H100)

@@ -189,3 +189,40 @@ def test_dp_rings_on_their_own_rails_beat_rings_sharing_one_rail() -> None:
     on_one = estimate_concurrent(Collective.ALL_REDUCE, size, rings_shared, profile)
     assert on_rails.seconds == alone.seconds
     assert on_one.seconds > 6 * on_rails.seconds
+
+
+@st.composite
+def shapes(draw: st.DrawFn) -> GroupShape:
+    domains = draw(st.integers(1, 512))
+    low = draw(st.integers(1, 72))
+    high = draw(st.integers(low, 72))
+    ranks = low if domains == 1 else low + high + (domains - 2) * low
+    return GroupShape(
+        ranks=ranks if domains > 1 else high,
+        nodes=draw(st.integers(domains, domains * 18)),
+        domains=domains,
+        max_per_domain=high,
+        min_per_domain=low if domains > 1 else high,
+        min_nics_per_domain=draw(st.integers(1, 72)),
+        max_per_node=draw(st.integers(1, high)),
+        rail_groups=draw(st.integers(0, 8)),
+        ungrouped=draw(st.booleans()),
+        spines=draw(st.integers(1, 4)),
+        rail_aligned=draw(st.booleans()),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes(),
+    st.sampled_from(PROFILES),
+    st.sampled_from(list(Collective)),
+    st.integers(0, 2**40),
+    st.integers(1, 64),
+)
+def test_any_consistent_shape_gets_a_finite_estimate(
+    shape: GroupShape, profile: FabricProfile, collective: Collective, size: int, load: int
+) -> None:
+    est = estimate_shape(collective, size, shape, profile, load=load)
+    assert 0 <= est.seconds < 1e6 and est.algbw_gb_per_s >= 0 and est.busbw_gb_per_s >= 0
+    assert est.bottleneck in ("nvlink", "nic", "leaf", "spine", "ici", "dcn", "latency")
