@@ -1,10 +1,15 @@
 """Published collective measurements and the model's predictions for them, side by side.
 
 Every row is a measurement someone published (source given), run through the cost model with
-the preset of its hardware class; nothing here is tuned per row. Bandwidths are nccl-tests busbw
-in GB/s (1e9), times in seconds. Rows with a per-rank buffer of at most 64 KiB (or a per-rank
-shard that small, for the TPU row) are latency rows, judged by the ratio of times; the others by
-relative error. ``REFERENCE_ONLY`` rows are printed but not asserted, each with the reason.
+the preset of its hardware class; nothing here is tuned per row. Where a preset parameter was
+read off the same source (e.g. Hopper's NVLink ring efficiency from nccl#1455), the row says so
+(``calibrates``) and the summary line also reports the median over the held-out rows only. H20
+rows run on the dgx-h100 preset: same NVLink4/NVSwitch fabric and NICs, slower compute only.
+
+Bandwidths are nccl-tests busbw in GB/s (1e9), times in seconds. Rows with a per-rank buffer of
+at most 64 KiB (or a per-rank shard that small, for the TPU row) are latency rows, judged by the
+ratio of times; the others by relative error. ``REFERENCE_ONLY`` rows are printed but not
+asserted, each with the reason.
 
 Used by ``tests/unit/cost/test_accuracy.py`` and ``benchmarks/cost_accuracy.py``.
 """
