@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from fabricfit.cost import nccl
-from fabricfit.cost.nccl import LL, LL128, SIMPLE
+from fabricfit.cost.nccl import LL, SIMPLE
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
 
@@ -68,7 +68,7 @@ def ring(
     """Ring with ``steps`` steps of which ``inter`` cross domains; ``factor`` = busbw factor."""
     bus, tier = nccl.ring_gb_per_s(shape, profile, load)
     out = []
-    for proto in (LL, LL128, SIMPLE):
+    for proto in nccl.protocols(shape, profile):
         bw = _ring_bw(bus, shape, profile, proto)
         lat = nccl.ring_latency_us(shape, profile, steps, inter, proto)
         out.append(
@@ -112,7 +112,7 @@ def tree_allreduce(
     factors = (1 / nccl.TREE_LL_DIVISOR / nccl.TREE_SIMPLE_FACTOR, 0.845 if one_node else 0.9, 1.0)
     intra_scale, inter_scale = nccl.nvlink_scale(profile), nccl.net_scale(profile)
     out = []
-    for proto in (LL, LL128, SIMPLE):
+    for proto in nccl.protocols(shape, profile):
         intra = nccl.NVLINK_US["tree"][proto] * intra_scale
         inter = nccl.NET_US["tree"][proto] * inter_scale + nccl.spine_extra_us(shape, profile)
         hops = (shape.max_per_domain - 1) * intra + _log2_domains(shape) * inter
@@ -205,7 +205,7 @@ def send_recv(size: int, shape: GroupShape, profile: FabricProfile, load: float)
     else:
         bus, tier, inter = profile.nvlink_ring_gb_per_s, "nvlink", 0
     out = []
-    for proto in (LL, LL128, SIMPLE):
+    for proto in nccl.protocols(shape, profile):
         bw = _ring_bw(bus, shape, profile, proto)
         lat = nccl.ring_latency_us(shape, profile, 1, inter, proto)
         out.append(Candidate("p2p", nccl.PROTOCOLS[proto], lat * US, size / (bw * GB), tier))

@@ -74,6 +74,14 @@ TREE_LL_DIVISOR: Final = 3.8
 PAT_FACTOR: Final = 0.75
 
 
+def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
+    """Protocols NCCL enables by default: LL128 only on SM90+ or on NVLink-only paths
+    (tuning.cc enable rules), so an Ampere group that crosses the network has LL and Simple."""
+    if profile.arch == "ampere" and shape.multi_domain:
+        return (LL, SIMPLE)
+    return (LL, LL128, SIMPLE)
+
+
 def nvlink_scale(profile: FabricProfile) -> float:
     return profile.nvlink_hop_latency_us / NCCL_NVLINK_HOP_US
 
