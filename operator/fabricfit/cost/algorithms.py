@@ -26,11 +26,10 @@ bandwidth of the tiers the group crosses:
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import NamedTuple
 
 from fabricfit.cost import nccl
-from fabricfit.cost.nccl import LL, SIMPLE
+from fabricfit.cost.nccl import LL, SIMPLE, Tiers
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
 
@@ -50,31 +49,27 @@ class Candidate(NamedTuple):
         return self.latency_s + self.transfer_s
 
 
-def _ring_bw(bus: float, shape: GroupShape, profile: FabricProfile, proto: int) -> float:
+def _ring_bw(bus: float, t: Tiers, proto: int) -> float:
     if proto == LL:
-        return min(bus * nccl.RING_PROTOCOL_FACTOR[LL], nccl.ll_cap_gb_per_s(shape, profile))
+        return min(bus * nccl.RING_PROTOCOL_FACTOR[LL], t.ll_cap_gb_per_s)
     return bus * nccl.RING_PROTOCOL_FACTOR[proto]
 
 
 def ring(
-    size: int,
-    shape: GroupShape,
-    profile: FabricProfile,
-    load: float,
-    steps: int,
-    inter: int,
-    factor: float,
+    size: int, shape: GroupShape, t: Tiers, steps: int, inter: int, factor: float
 ) -> list[Candidate]:
     """Ring with ``steps`` steps of which ``inter`` cross domains; ``factor`` = busbw factor."""
-    bus, tier = nccl.ring_gb_per_s(shape, profile, load)
-    out = []
-    for proto in nccl.protocols(shape, profile):
-        bw = _ring_bw(bus, shape, profile, proto)
-        lat = nccl.ring_latency_us(shape, profile, steps, inter, proto)
-        out.append(
-            Candidate("ring", nccl.PROTOCOLS[proto], lat * US, factor * size / (bw * GB), tier)
+    multi = shape.multi_domain
+    return [
+        Candidate(
+            "ring",
+            nccl.PROTOCOLS[proto],
+            nccl.ring_latency_us(multi, t, steps, inter, proto) * US,
+            factor * size / (_ring_bw(t.ring_gb_per_s, t, proto) * GB),
+            t.ring_tier,
         )
-    return out
+        for proto in t.protocols
+    ]
 
 
 def _log2_domains(shape: GroupShape) -> int:
@@ -89,124 +84,119 @@ def tree_edges(domains: int) -> int:
     return min(domains, 4) if domains > 1 else 0
 
 
-def _tree_alg_gb_per_s(shape: GroupShape, profile: FabricProfile, load: float) -> tuple[float, str]:
+def _tree_alg_gb_per_s(shape: GroupShape, profile: FabricProfile, t: Tiers) -> tuple[float, str]:
     """Simple-protocol tree all-reduce expressed as algbw (time = S / algbw). Inside a domain
     the tree is a chain: each GPU port carries the reduce (up) and broadcast (down), 2·S."""
     chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
     if not shape.multi_domain:
         return chain, "nvlink"
-    out, tier = nccl.scaleout_gb_per_s(shape, profile, load)
-    alg = nccl.TREE_SIMPLE_FACTOR * out * 2 / tree_edges(shape.domains)
+    alg = nccl.TREE_SIMPLE_FACTOR * t.out_gb_per_s * 2 / tree_edges(shape.domains)
     if shape.max_per_domain > 1 and chain < alg:
         return chain, "nvlink"
-    return alg, tier
+    return alg, t.out_tier
 
 
 def tree_allreduce(
-    size: int, shape: GroupShape, profile: FabricProfile, load: float
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
 ) -> list[Candidate]:
-    alg, tier = _tree_alg_gb_per_s(shape, profile, load)
-    one_node = shape.nodes <= 1
+    alg, tier = _tree_alg_gb_per_s(shape, profile, t)
     # relative to Simple: LL busBw/3.8, LL128 ×7/9 on one node (tuning.cc); 0.9 multi-node
     # stands in for NCCL's per-channel LL128 tree caps
-    factors = (1 / nccl.TREE_LL_DIVISOR / nccl.TREE_SIMPLE_FACTOR, 0.845 if one_node else 0.9, 1.0)
-    intra_scale, inter_scale = nccl.nvlink_scale(profile), nccl.net_scale(profile)
+    ll128 = 0.845 if shape.nodes <= 1 else 0.9
+    factors = (1 / nccl.TREE_LL_DIVISOR / nccl.TREE_SIMPLE_FACTOR, ll128, 1.0)
+    log_domains = _log2_domains(shape)
     out = []
-    for proto in nccl.protocols(shape, profile):
-        intra = nccl.NVLINK_US["tree"][proto] * intra_scale
-        inter = nccl.NET_US["tree"][proto] * inter_scale + nccl.spine_extra_us(shape, profile)
-        hops = (shape.max_per_domain - 1) * intra + _log2_domains(shape) * inter
+    for proto in t.protocols:
+        intra = nccl.NVLINK_US["tree"][proto] * t.nvlink_scale
+        inter = nccl.NET_US["tree"][proto] * t.net_scale + t.spine_us
+        hops = (shape.max_per_domain - 1) * intra + log_domains * inter
         lat = nccl.BASE_US["tree"][proto] + 2 * hops
         bw = alg * factors[proto]
         if proto == LL:
-            bw = min(bw, nccl.ll_cap_gb_per_s(shape, profile) / 2)
+            bw = min(bw, t.ll_cap_gb_per_s / 2)
         out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat * US, size / (bw * GB), tier))
     return out
 
 
 def nvls_allreduce(
-    size: int, shape: GroupShape, profile: FabricProfile, load: float
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
 ) -> list[Candidate]:
     """NVLS in one domain; NVLS-tree (NVLS inside, tree across) over several. Simple only."""
     if not profile.nvls or shape.max_per_domain < 2:
         return []
-    intra_lat = nccl.NVLINK_US["nvls"][SIMPLE] * nccl.nvlink_scale(profile)
+    intra_lat = nccl.NVLINK_US["nvls"][SIMPLE] * t.nvlink_scale
     intra_s = size / (nccl.nvls_algbw_gb_per_s(shape.max_per_domain, profile) * GB)
     if not shape.multi_domain:
         return [Candidate("nvls", "Simple", intra_lat * US, intra_s, "nvlink")]
-    out, tier = nccl.scaleout_gb_per_s(shape, profile, load)
-    inter_s = tree_edges(shape.domains) / 2 * size / (nccl.TREE_SIMPLE_FACTOR * out * GB)
-    inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * nccl.net_scale(profile)
-    inter_hop += nccl.spine_extra_us(shape, profile)
+    edges = tree_edges(shape.domains)
+    inter_s = edges / 2 * size / (nccl.TREE_SIMPLE_FACTOR * t.out_gb_per_s * GB)
+    inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us
     lat = nccl.BASE_US["nvls-tree"][SIMPLE] + intra_lat + 2 * _log2_domains(shape) * inter_hop
-    bottleneck = tier if inter_s >= intra_s else "nvlink"
+    bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
     return [Candidate("nvls-tree", "Simple", lat * US, max(intra_s, inter_s), bottleneck)]
 
 
 def hierarchical_allreduce(
-    size: int, shape: GroupShape, profile: FabricProfile, load: float
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
 ) -> list[Candidate]:
     if not shape.multi_domain or shape.min_per_domain < 2:
         return []
     m, d = shape.max_per_domain, shape.domains
     intra_s = 2 * (m - 1) / m * size / (profile.nvlink_ring_gb_per_s * GB)
-    out, tier = nccl.scaleout_gb_per_s(shape, profile, load)
-    inter_s = 2 * (d - 1) / d * size / (out * GB)
-    lat = nccl.ring_latency_us(shape, profile, 2 * (m - 1) + 2 * (d - 1), 2 * (d - 1), SIMPLE)
-    bottleneck = tier if inter_s >= intra_s else "nvlink"
+    inter_s = 2 * (d - 1) / d * size / (t.out_gb_per_s * GB)
+    lat = nccl.ring_latency_us(True, t, 2 * (m - 1) + 2 * (d - 1), 2 * (d - 1), SIMPLE)
+    bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
     return [Candidate("hierarchical", "Simple", lat * US, intra_s + inter_s, bottleneck)]
 
 
-def pat(size: int, shape: GroupShape, profile: FabricProfile, load: float) -> list[Candidate]:
+def pat(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
     """PAT reduce-scatter / all-gather: only with one rank per node across nodes."""
     n = shape.ranks
     if shape.nodes != n or not shape.multi_domain:
         return []
-    bus, tier = nccl.ring_gb_per_s(shape, profile, load)
-    net = nccl.NET_US["pat"][SIMPLE] * nccl.net_scale(profile) + nccl.spine_extra_us(shape, profile)
+    net = nccl.NET_US["pat"][SIMPLE] * t.net_scale + t.spine_us
     lat = nccl.BASE_US["pat"][SIMPLE] + _log2_domains(shape) * net / 3.5 + 2.8 * n
-    transfer = (n - 1) / n * size / (bus * nccl.PAT_FACTOR * GB)
-    return [Candidate("pat", "Simple", lat * US, transfer, tier)]
+    transfer = (n - 1) / n * size / (t.ring_gb_per_s * nccl.PAT_FACTOR * GB)
+    return [Candidate("pat", "Simple", lat * US, transfer, t.ring_tier)]
 
 
 def pairwise_alltoall(
-    size: int, shape: GroupShape, profile: FabricProfile, load: float
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
 ) -> list[Candidate]:
     n, m = shape.ranks, shape.max_per_domain
     nvl_s = size * (m - 1) / n / (profile.nvlink_ring_gb_per_s * GB)
     net_s, tier = 0.0, "nvlink"
     if shape.multi_domain:
-        out, out_tier = nccl.scaleout_gb_per_s(shape, profile, load, channels=False)
-        net_s = m * size * (n - m) / n / (out * GB)
+        net_s = m * size * (n - m) / n / (t.p2p_out_gb_per_s * GB)
         if net_s > nvl_s:
-            tier = out_tier
-    hop_table = nccl.NET_US if shape.multi_domain else nccl.NVLINK_US
-    scale = nccl.net_scale(profile) if shape.multi_domain else nccl.nvlink_scale(profile)
+            tier = t.p2p_tier
+    multi = shape.multi_domain
+    hop_table = nccl.NET_US if multi else nccl.NVLINK_US
+    scale = t.net_scale if multi else t.nvlink_scale
     # NCCL all-to-all is grouped send/recv without a tuner model: one p2p latency plus a
     # per-peer issue cost (assumed equal to one NVLink LL hop, 0.6 µs, tuning.cc)
-    issue_us = (n - 1) * nccl.NVLINK_US["ring"][LL] * nccl.nvlink_scale(profile)
-    out_c = []
+    issue_us = (n - 1) * nccl.NVLINK_US["ring"][LL] * t.nvlink_scale
+    out = []
     for proto in (LL, SIMPLE):
-        lat = nccl.BASE_US["ring"][proto] + hop_table["ring"][proto] * scale + issue_us
-        lat += nccl.spine_extra_us(shape, profile)
+        lat = nccl.BASE_US["ring"][proto] + hop_table["ring"][proto] * scale + issue_us + t.spine_us
         slow = 1 / nccl.RING_PROTOCOL_FACTOR[proto]
-        out_c.append(
+        out.append(
             Candidate("pairwise", nccl.PROTOCOLS[proto], lat * US, slow * max(nvl_s, net_s), tier)
         )
-    return out_c
-
-
-def send_recv(size: int, shape: GroupShape, profile: FabricProfile, load: float) -> list[Candidate]:
-    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail)."""
-    if shape.multi_domain:
-        one_nic = replace(shape, min_nics_per_domain=1)
-        bus, tier = nccl.scaleout_gb_per_s(one_nic, profile, load)
-        inter = 1
-    else:
-        bus, tier, inter = profile.nvlink_ring_gb_per_s, "nvlink", 0
-    out = []
-    for proto in nccl.protocols(shape, profile):
-        bw = _ring_bw(bus, shape, profile, proto)
-        lat = nccl.ring_latency_us(shape, profile, 1, inter, proto)
-        out.append(Candidate("p2p", nccl.PROTOCOLS[proto], lat * US, size / (bw * GB), tier))
     return out
+
+
+def send_recv(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
+    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail)."""
+    multi = shape.multi_domain
+    tier = t.p2p_tier if multi else "nvlink"
+    return [
+        Candidate(
+            "p2p",
+            nccl.PROTOCOLS[proto],
+            nccl.ring_latency_us(multi, t, 1, 1 if multi else 0, proto) * US,
+            size / (_ring_bw(t.one_nic_gb_per_s, t, proto) * GB),
+            tier,
+        )
+        for proto in t.protocols
+    ]

@@ -27,6 +27,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from fabricfit.cost import algorithms as alg
+from fabricfit.cost import nccl
 from fabricfit.cost.algorithms import Candidate
 from fabricfit.cost.shape import CostError, GroupShape, summarize_group, summarize_with_nics
 from fabricfit.cost.torus import torus_candidates
@@ -87,23 +88,21 @@ def _gpu_candidates(
 ) -> list[Candidate]:
     n, d = shape.ranks, shape.domains
     factor = bus_factor(collective, n)
+    t = nccl.tiers(shape, profile, load)
     if collective is Collective.ALL_REDUCE:
         return [
-            *alg.ring(size, shape, profile, load, 2 * (n - 1), 2 * (d - 1), factor),
-            *alg.tree_allreduce(size, shape, profile, load),
-            *alg.nvls_allreduce(size, shape, profile, load),
-            *alg.hierarchical_allreduce(size, shape, profile, load),
+            *alg.ring(size, shape, t, 2 * (n - 1), 2 * (d - 1), factor),
+            *alg.tree_allreduce(size, shape, profile, t),
+            *alg.nvls_allreduce(size, shape, profile, t),
+            *alg.hierarchical_allreduce(size, shape, profile, t),
         ]
     if collective in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER):
-        return [
-            *alg.ring(size, shape, profile, load, n - 1, d - 1, factor),
-            *alg.pat(size, shape, profile, load),
-        ]
+        return [*alg.ring(size, shape, t, n - 1, d - 1, factor), *alg.pat(size, shape, t)]
     if collective is Collective.ALL_TO_ALL:
-        return alg.pairwise_alltoall(size, shape, profile, load)
+        return alg.pairwise_alltoall(size, shape, profile, t)
     if collective is Collective.SEND_RECV:
-        return alg.send_recv(size, shape, profile, load)
-    return alg.ring(size, shape, profile, load, n - 1, d - 1, factor)
+        return alg.send_recv(size, shape, t)
+    return alg.ring(size, shape, t, n - 1, d - 1, factor)
 
 
 def _pick(

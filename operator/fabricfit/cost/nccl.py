@@ -23,7 +23,7 @@ group or changes rails crosses the spine and pays the oversubscription of the ti
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NamedTuple
 
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
@@ -143,12 +143,53 @@ def nvls_algbw_gb_per_s(ranks: int, profile: FabricProfile) -> float:
     return profile.nvlink_gb_per_s * profile.nvls_efficiency * ranks / (ranks + 1)
 
 
+class Tiers(NamedTuple):
+    """Everything about a group's tiers the algorithms need, computed once per estimate."""
+
+    out_gb_per_s: float  # scale-out bus bandwidth for ring/tree traffic (channel-bound)
+    out_tier: str
+    p2p_out_gb_per_s: float  # scale-out for p2p all-to-all: every rank's own NIC
+    p2p_tier: str
+    one_nic_gb_per_s: float  # a single NIC path (send-recv)
+    ring_gb_per_s: float
+    ring_tier: str
+    spine_us: float  # extra switch latency per network step
+    ll_cap_gb_per_s: float
+    nvlink_scale: float
+    net_scale: float
+    protocols: tuple[int, ...]
+
+
+def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
+    multi = shape.multi_domain
+    out, out_tier = scaleout_gb_per_s(shape, profile, load) if multi else (0.0, "nvlink")
+    p2p, p2p_tier = (
+        scaleout_gb_per_s(shape, profile, load, channels=False) if multi else (0.0, "nvlink")
+    )
+    one = p2p / shape.min_nics_per_domain if multi else profile.nvlink_ring_gb_per_s
+    ring, ring_tier = ring_gb_per_s(shape, profile, load)
+    return Tiers(
+        out_gb_per_s=out,
+        out_tier=out_tier,
+        p2p_out_gb_per_s=p2p,
+        p2p_tier=p2p_tier,
+        one_nic_gb_per_s=one,
+        ring_gb_per_s=ring,
+        ring_tier=ring_tier,
+        spine_us=spine_extra_us(shape, profile),
+        ll_cap_gb_per_s=ll_cap_gb_per_s(shape, profile),
+        nvlink_scale=nvlink_scale(profile),
+        net_scale=net_scale(profile),
+        protocols=protocols(shape, profile),
+    )
+
+
 def ring_latency_us(
-    shape: GroupShape, profile: FabricProfile, steps: int, inter_steps: int, proto: int
+    multi_domain: bool, t: Tiers, steps: int, inter_steps: int, proto: int
 ) -> float:
     """NCCL ring latency: base + intra steps × NVLink hop + inter steps × (NET hop + switches)."""
-    intra = NVLINK_US["ring"][proto] * nvlink_scale(profile)
-    if shape.multi_domain:
+    intra = NVLINK_US["ring"][proto] * t.nvlink_scale
+    if multi_domain:
         intra = max(intra, NET_OVERHEAD_US[proto])
-    inter = NET_US["ring"][proto] * net_scale(profile) + spine_extra_us(shape, profile)
+    inter = NET_US["ring"][proto] * t.net_scale + t.spine_us
     return BASE_US["ring"][proto] + (steps - inter_steps) * intra + inter_steps * inter
