@@ -146,7 +146,10 @@ def execute(args: argparse.Namespace) -> int:
         request = request_from_spec(spec, template)
     except ValueError as err:
         raise UsageError(f"topology file {args.topology}: {err}") from None
-    decision = plan_placement(snapshot, request, profile)
+    try:
+        decision = plan_placement(snapshot, request, profile)
+    except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
+        raise UsageError(f"cannot plan on fabric {fabric}: {err}") from None
     if args.svg:
         try:
             Path(args.svg).write_text(build_svg(decision, snapshot), encoding="utf-8")

@@ -22,7 +22,8 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.constraints import eligible_nodes, free_after_reservations
 from fabricfit.placement.costing import StepModel
-from fabricfit.placement.layout import build_layout
+from fabricfit.placement.feasibility import max_domain_gpus
+from fabricfit.placement.layout import build_layout, validate_layout
 from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Scored, Scorer
@@ -129,6 +130,15 @@ def exact_optimum(
     max_evaluations: int = MAX_EXACT_EVALUATIONS,
 ) -> ExactResult:
     """The placement with the least predicted step communication time (None: infeasible)."""
+    invalid = validate_layout(
+        request.parallelism,
+        request.gpus_per_pod,
+        experts=request.model.experts,
+        max_domain_gpus=max_domain_gpus(snapshot.nodes),
+        tensor_required=request.tensor_required,
+    )
+    if invalid:
+        return ExactResult(best=None, evaluations=0)
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     eligible, _ = eligible_nodes(snapshot, request, reservations)
     if len(eligible) > max_nodes:

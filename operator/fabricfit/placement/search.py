@@ -92,20 +92,7 @@ def plan_placement(
         return PlacementDecision(feasible=False, fabric=fabric, groups={}, reasons=reasons)
     problem = _prepare(snapshot, request, reservations)
     if problem.units_free < problem.units_needed:
-        return PlacementDecision(
-            feasible=False,
-            fabric=fabric,
-            groups=problem.layout.groups,
-            reasons=capacity_reasons(
-                request,
-                snapshot,
-                problem.units_needed,
-                problem.units_free,
-                problem.unit_pods,
-                problem.rejected,
-            ),
-            largest_feasible=largest_fit(request, problem.units_free, problem.unit_pods),
-        )
+        return _no_room(problem, snapshot, request, fabric)
     model = StepModel(snapshot, problem.layout, request, profile)
     ctx = PlanContext(
         request=request,
@@ -114,6 +101,26 @@ def plan_placement(
         lower_bound=model.lower_bound(),
     )
     return _search(problem, Scorer(ctx, plugins, model), fabric, move_budget)
+
+
+def _no_room(
+    problem: _Problem, snapshot: ClusterSnapshot, request: PlacementRequest, fabric: str
+) -> PlacementDecision:
+    reasons = capacity_reasons(
+        request,
+        snapshot,
+        problem.units_needed,
+        problem.units_free,
+        problem.unit_pods,
+        problem.rejected,
+    )
+    return PlacementDecision(
+        feasible=False,
+        fabric=fabric,
+        groups=problem.layout.groups,
+        reasons=reasons,
+        largest_feasible=largest_fit(request, problem.units_free, problem.unit_pods),
+    )
 
 
 def _prepare(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.profiles import get_profile
@@ -101,3 +105,45 @@ def test_exact_infeasible_returns_none() -> None:
     snapshot = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=2)
     request = PlacementRequest(parallelism=Parallelism(tensor=8, data=3), gpus_per_pod=8)
     assert exact_optimum(snapshot, request, PROFILE).seconds is None
+
+
+TAPERED = replace(PROFILE, name="tapered", leaf_oversubscription=2.0, spine_oversubscription=4.0)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spines=st.integers(1, 2),
+    groups=st.integers(1, 2),
+    per_group=st.integers(2, 4),
+    used=st.lists(st.sampled_from([0, 0, 4, 8]), min_size=16, max_size=16),
+    shape=st.sampled_from(
+        [(8, 8, 1, 2), (8, 8, 2, 2), (4, 4, 1, 4), (4, 2, 2, 2), (8, 4, 1, 4), (8, 4, 1, 3)]
+    ),
+    tapered=st.booleans(),
+)
+def test_heuristic_matches_exact_on_random_small_clusters(
+    spines: int,
+    groups: int,
+    per_group: int,
+    used: list[int],
+    shape: tuple[int, int, int, int],
+    tapered: bool,
+) -> None:
+    gpus_per_pod, tensor, pipeline, data = shape
+    snapshot = make_cluster(
+        spines=spines,
+        rail_groups_per_spine=groups,
+        nodes_per_rail_group=per_group,
+        used={f"n{i:03d}": u for i, u in enumerate(used)},
+    )
+    request = PlacementRequest(
+        parallelism=Parallelism(tensor=tensor, pipeline=pipeline, data=data),
+        gpus_per_pod=gpus_per_pod,
+        model=MODEL,
+    )
+    profile = TAPERED if tapered else PROFILE
+    exact = exact_optimum(snapshot, request, profile)
+    decision = plan_placement(snapshot, request, profile)
+    assert decision.feasible == (exact.seconds is not None)
+    if exact.seconds is not None and decision.predicted is not None:
+        assert decision.predicted.step_comm_seconds <= exact.seconds * 1.02
