@@ -1,7 +1,8 @@
 """``fabricfit run``: start the operator.
 
 Watches TrainingTopologies (and the pods of their workloads) in all namespaces or the listed
-ones, plus nodes; serves a liveness endpoint. Standalone by default (one replica, Recreate);
+ones, plus nodes; serves a liveness endpoint and Prometheus metrics (``--metrics-port``).
+Standalone by default (one replica, Recreate);
 ``--peering NAME`` joins a kopf peering group so that only the highest-priority replica acts.
 """
 
@@ -40,6 +41,13 @@ def configure(parser: Parser) -> None:
         help="liveness endpoint ('' to disable)",
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=9090,
+        metavar="PORT",
+        help="serve Prometheus metrics on PORT at /metrics (0 disables)",
+    )
+    parser.add_argument(
         "--fabric", default=DEFAULT_PROFILE, choices=FABRIC_PRESETS, help="default fabric preset"
     )
     parser.add_argument(
@@ -64,6 +72,8 @@ def execute(args: argparse.Namespace) -> int:
 
     if args.resync_seconds <= 0:
         raise UsageError("--resync-seconds must be positive")
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError("--metrics-port must be 0 (off) or a TCP port")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -76,7 +86,7 @@ def execute(args: argparse.Namespace) -> int:
     )
     if args.kubeconfig:  # kopf's own login reads $KUBECONFIG
         os.environ["KUBECONFIG"] = args.kubeconfig
-    registry = build_registry(config, kubeconfig=args.kubeconfig)
+    registry = build_registry(config, kubeconfig=args.kubeconfig, metrics_port=args.metrics_port)
     kopf.run(
         registry=registry,
         clusterwide=not args.namespace,

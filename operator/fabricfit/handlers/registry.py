@@ -1,29 +1,38 @@
 """Every kopf handler of the operator, registered into one registry built from the config.
 
 Handlers stay thin: take kopf's kwargs, build read-only views of the indexes, call one service
-function, post the Events it reports. A TrainingTopology has one idempotent reconcile behind
-create, resume, update, a resync timer and events of its pods; deletion releases it.
+function, post the Events it reports and hand the outcome to the metrics observer. A
+TrainingTopology has one idempotent reconcile behind create, resume, update, a resync timer and
+events of its pods; deletion releases it. Startup serves ``/metrics`` (when a port is given) and
+runs the periodic cluster census (fragmentation) from the same indexes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
 
+from fabricfit import __version__
 from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
 from fabricfit.kube.rest import Rest, load_credentials
+from fabricfit.metrics import OperatorMetrics
 from fabricfit.reconcile import service
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
+from fabricfit.reconcile.observe import Observer, timed
 
 FINALIZER = "fabricfit.dev/finalizer"
 WARNING_TRANSITIONS = {("Planned", "False"), ("Degraded", "True")}
 WARNING_REASONS = {"PodsOffPlan", "WorkloadNotSuspended", "NoHealthyNode"}
 Index = Mapping[Any, Any]
+INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
+logger = logging.getLogger(__name__)
 
 
 def views_from(nodes: Index, pods: Index, topologies: Index) -> Callable[[], Views]:
@@ -64,9 +73,32 @@ def configure_settings(settings: kopf.OperatorSettings) -> None:
     settings.networking.request_timeout = 60
 
 
-def build_registry(config: OperatorConfig, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
+def observe(memo: kopf.Memo, what: Callable[[Observer], None]) -> None:
+    """Update metrics; a failure there is logged and never fails the handler."""
+    try:
+        what(memo["observer"])
+    except Exception:
+        logger.exception("updating metrics failed")
+
+
+async def run_census(observer: Observer, take: Callable[[], Views], period: float) -> None:
+    while True:
+        try:
+            observer.census(take())
+        except Exception:
+            logger.exception("cluster census for metrics failed")
+        await asyncio.sleep(period)
+
+
+def build_registry(
+    config: OperatorConfig,
+    kubeconfig: str | None = None,
+    metrics_port: int = 0,
+    metrics: OperatorMetrics | None = None,
+) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     tt = (GROUP, VERSION, PLURAL)
+    metrics = metrics if metrics is not None else OperatorMetrics()
 
     @kopf.on.login(registry=registry, id="login")
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -75,12 +107,26 @@ def build_registry(config: OperatorConfig, kubeconfig: str | None = None) -> kop
         return kopf.login_via_client(**kwargs)
 
     @kopf.on.startup(registry=registry, id="startup")
-    async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
         configure_settings(settings)
-        memo["state"] = OperatorState(config=config, rest=Rest(load_credentials(kubeconfig)))
+        state = OperatorState(config=config, rest=Rest(load_credentials(kubeconfig)))
+        memo["state"] = state
+        metrics.api_requests = lambda: state.rest.requests
+        metrics.set_version(__version__)
+        memo["observer"] = observer = Observer(metrics, state)
+        if metrics_port:
+            memo["metrics_server"] = metrics.serve(metrics_port)
+        take = views_from(*(kwargs[name] for name in INDEXES))
+        memo["census"] = asyncio.create_task(run_census(observer, take, config.resync_seconds))
 
     @kopf.on.cleanup(registry=registry, id="cleanup")
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+        memo["census"].cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await memo["census"]
+        if "metrics_server" in memo:
+            server, _thread = memo["metrics_server"]
+            server.shutdown()
         await memo["state"].rest.close()
 
     @kopf.index("", "v1", "nodes", registry=registry, id="fabricfit_nodes")
@@ -97,11 +143,11 @@ def build_registry(config: OperatorConfig, kubeconfig: str | None = None) -> kop
         return {(namespace, name): holding_of(body)}
 
     async def reconcile(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
-        views = views_from(
-            kwargs["fabricfit_nodes"], kwargs["fabricfit_pods"], kwargs["fabricfit_topologies"]
-        )
-        outcome = await service.reconcile(body, memo["state"], views)
+        views = views_from(*(kwargs[name] for name in INDEXES))
+        with timed(metrics, "reconcile"):
+            outcome = await service.reconcile(body, memo["state"], views)
         post(body, outcome.transitions)
+        observe(memo, lambda o: o.after_reconcile(body, outcome, views))
 
     for decorator in (kopf.on.create, kopf.on.resume, kopf.on.update):
         decorator(*tt, registry=registry, id="reconcile")(reconcile)
@@ -111,10 +157,10 @@ def build_registry(config: OperatorConfig, kubeconfig: str | None = None) -> kop
 
     @kopf.on.delete(*tt, registry=registry, id="release")
     async def release(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
-        views = views_from(
-            kwargs["fabricfit_nodes"], kwargs["fabricfit_pods"], kwargs["fabricfit_topologies"]
-        )
-        await service.release(body, memo["state"], views)
+        views = views_from(*(kwargs[name] for name in INDEXES))
+        with timed(metrics, "release"):
+            await service.release(body, memo["state"], views)
+        observe(memo, lambda o: o.after_release(body))
 
     @kopf.on.event(
         "", "v1", "pods", registry=registry, id="pin", labels={TOPOLOGY_LABEL: kopf.PRESENT}
@@ -130,10 +176,10 @@ def build_registry(config: OperatorConfig, kubeconfig: str | None = None) -> kop
         if found is None or not (found.get("status") or {}).get("pods"):
             return
         topology = kopf.Body(found)  # type: ignore[arg-type]
-        views = views_from(
-            kwargs["fabricfit_nodes"], kwargs["fabricfit_pods"], kwargs["fabricfit_topologies"]
-        )
-        outcome = await service.reconcile(topology, state, views)
+        views = views_from(*(kwargs[name] for name in INDEXES))
+        with timed(metrics, "pin"):
+            outcome = await service.reconcile(topology, state, views)
         post(topology, outcome.transitions)
+        observe(memo, lambda o: o.after_reconcile(topology, outcome, views))
 
     return registry

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# hack/tools.sh: install the system tools the test suite runs for real (idempotent, fast when present).
+#   promtool + prometheus (Debian package `prometheus`): `promtool check metrics|rules` and a real
+#   Prometheus server scraping the operator in e2e.
+# The Debian version is pinned; PROMETHEUS_DEB_VERSION overrides it (e.g. on a newer release).
+set -euo pipefail
+
+PROMETHEUS_DEB_VERSION=${PROMETHEUS_DEB_VERSION:-2.42.0+ds-5+deb12u1}
+
+have_prometheus() {
+  command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1
+}
+
+if have_prometheus; then
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "hack/tools.sh: promtool/prometheus missing and no apt-get; install Prometheus ${PROMETHEUS_DEB_VERSION%%+*} by hand" >&2
+  exit 1
+fi
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-cache show "prometheus=${PROMETHEUS_DEB_VERSION}" >/dev/null 2>&1; then
+  $sudo apt-get update -qq
+fi
+# --no-install-recommends: the exporters and the web UI assets are not needed; policy-rc.d keeps
+# the package's own service from starting (the tests start Prometheus themselves on loopback).
+policy=/usr/sbin/policy-rc.d
+created_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod +x "$policy"
+  created_policy=1
+fi
+trap '[ -n "$created_policy" ] && $sudo rm -f "$policy"' EXIT
+$sudo apt-get install -y -qq --no-install-recommends "prometheus=${PROMETHEUS_DEB_VERSION}" >/dev/null
+have_prometheus
+echo "hack/tools.sh: installed $(promtool --version 2>&1 | head -1)"

@@ -1,0 +1,203 @@
+"""How good a plan is on the fabric, and how fragmented the free GPUs are (pure).
+
+Theory of operation
+-------------------
+Both measures feed the operator's Prometheus metrics; neither decides anything.
+
+*Plan quality* re-locates a plan as the operator stores it (``status.pods``: pod index → node)
+on a snapshot: the m-th pod of the job on a node takes the node's m-th ``gpusPerPod`` window,
+the same aligned-window convention the search uses for free nodes, so local GPU j of every pod
+sits on the same rail. The ranks are then located with the search's own
+:meth:`~fabricfit.placement.costing.StepModel.rank_slots` and priced once with the cost model
+for the bytes one step sends across the spine. A tensor group *crosses its NVLink domain* when
+its ranks sit in more than one domain; a data-parallel group *crosses a rail group* when its
+ranks sit on more than one node and those nodes do not all share one rail group (a node without
+a rail-group label shares none: its inter-node traffic goes over the spine).
+
+*Fragmentation* looks at the free GPUs (after other plans' reservations) tier by tier, coarse to
+fine: how many GPUs the emptiest single domain of the tier still offers (the largest job that
+fits without crossing it), how many pods of a given size fit there in whole windows, and how
+many domains are entirely free. Nodes that are unavailable (NotReady, cordoned, tainted) count
+for nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot, NodeInfo
+from fabricfit.placement.constraints import free_after_reservations
+from fabricfit.placement.costing import StepModel
+from fabricfit.placement.layout import RankLayout
+from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.slots import PodSlot, leaf_key, node_slots
+
+TIERS: tuple[str, ...] = ("node", "nvlink_domain", "rail_group", "spine", "cluster")
+POD_SIZES: tuple[int, ...] = (1, 2, 4, 8)
+NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class PlanQuality:
+    """Fabric-level facts about one placed job."""
+
+    tensor_groups: int
+    tensor_groups_crossing_nvlink: int
+    data_groups: int
+    data_groups_crossing_rail_group: int
+    spine_bytes_per_step: float
+
+
+@dataclass(frozen=True, slots=True)
+class TierFragmentation:
+    """Free capacity of one tier: the best single domain and the number of empty domains."""
+
+    tier: str
+    domains: int
+    free_domains: int
+    largest_free_gpus: int
+    largest_free_pods: Mapping[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Fragmentation:
+    """Free GPUs of the cluster and, per tier, how much of them one domain can still offer."""
+
+    schedulable_gpus: int
+    free_gpus: int
+    tiers: tuple[TierFragmentation, ...] = field(default_factory=tuple)
+
+    def tier(self, name: str) -> TierFragmentation:
+        return next(t for t in self.tiers if t.tier == name)
+
+
+def plan_slots(
+    snapshot: ClusterSnapshot, pods: Sequence[str], gpus_per_pod: int
+) -> tuple[PodSlot, ...] | None:
+    """Pod slots of a stored plan (see the module doc); None when a planned node is gone."""
+    taken: Counter[str] = Counter()
+    slots: list[PodSlot] = []
+    for name in pods:
+        if not snapshot.has_node(name):
+            return None
+        node = snapshot.node(name)
+        position = taken[name]
+        taken[name] += 1
+        start = position * gpus_per_pod
+        width = max(node.gpus, gpus_per_pod)
+        slots.append(
+            PodSlot(
+                node=name,
+                position=position,
+                gpus=tuple((start + j) % width for j in range(gpus_per_pod)),
+                spine=node.place.spine,
+                leaf=leaf_key(node)[0],
+                rack=node.place.rack or "",
+                nvlink_domain=node.place.nvlink_domain or name,
+                rail_group=node.place.rail_group,
+            )
+        )
+    return tuple(slots)
+
+
+def assess_plan(
+    snapshot: ClusterSnapshot,
+    layout: RankLayout,
+    request: PlacementRequest,
+    profile: FabricProfile,
+    pods: Sequence[str],
+) -> PlanQuality | None:
+    """Quality of the plan ``pods`` (node per pod index); None if it cannot be located."""
+    if len(pods) != layout.pods:
+        return None
+    slots = plan_slots(snapshot, pods, layout.gpus_per_pod)
+    if slots is None:
+        return None
+    model = StepModel(snapshot, layout, request, profile)
+    ranks = model.rank_slots(slots)
+    tensor = layout.groups.get("tensor", ())
+    data = layout.groups.get("data", ())
+    return PlanQuality(
+        tensor_groups=len(tensor),
+        tensor_groups_crossing_nvlink=sum(crosses_nvlink(g, ranks) for g in tensor),
+        data_groups=len(data),
+        data_groups_crossing_rail_group=sum(crosses_rail_group(g, ranks) for g in data),
+        spine_bytes_per_step=model.predict(ranks).spine_bytes_per_step,
+    )
+
+
+def crosses_nvlink(group: Sequence[int], ranks: Sequence[GpuSlot]) -> bool:
+    return len({ranks[r].nvlink_domain for r in group}) > 1
+
+
+def crosses_rail_group(group: Sequence[int], ranks: Sequence[GpuSlot]) -> bool:
+    members = [ranks[r] for r in group]
+    if len({m.node for m in members}) <= 1:
+        return False
+    rail_groups = {m.rail_group for m in members}
+    return None in rail_groups or len(rail_groups) > 1
+
+
+def _domain_of(tier: str) -> Callable[[NodeInfo], str]:
+    keys: dict[str, Callable[[NodeInfo], str]] = {
+        "node": lambda n: n.name,
+        "nvlink_domain": lambda n: n.place.nvlink_domain or n.name,
+        "rail_group": lambda n: leaf_key(n)[0],
+        "spine": lambda n: n.place.spine,
+        "cluster": lambda n: "",
+    }
+    return keys[tier]
+
+
+def measure_fragmentation(
+    snapshot: ClusterSnapshot,
+    reservations: Mapping[str, int] = NO_RESERVATIONS,
+    pod_sizes: Sequence[int] = POD_SIZES,
+) -> Fragmentation:
+    """Free GPUs per tier of the available nodes (see the module doc)."""
+    nodes = [n for n in snapshot.nodes if n.available and n.gpus > 0]
+    free = {n.name: free_after_reservations(n, reservations) for n in nodes}
+    windows = {
+        size: {
+            n.name: len(node_slots(n, size, reservations)) for n in nodes if free[n.name] >= size
+        }
+        for size in pod_sizes
+    }
+    tiers = []
+    for tier in TIERS:
+        key = _domain_of(tier)
+        members: dict[str, list[NodeInfo]] = {}
+        for node in nodes:
+            members.setdefault(key(node), []).append(node)
+        free_in = {d: sum(free[n.name] for n in ns) for d, ns in members.items()}
+        tiers.append(
+            TierFragmentation(
+                tier=tier,
+                domains=len(members),
+                free_domains=sum(
+                    all(free[n.name] == n.gpus for n in ns) for ns in members.values()
+                ),
+                largest_free_gpus=max(free_in.values(), default=0),
+                largest_free_pods=MappingProxyType(
+                    {
+                        size: max(
+                            (
+                                sum(windows[size].get(n.name, 0) for n in ns)
+                                for ns in members.values()
+                            ),
+                            default=0,
+                        )
+                        for size in pod_sizes
+                    }
+                ),
+            )
+        )
+    return Fragmentation(
+        schedulable_gpus=sum(n.gpus for n in nodes),
+        free_gpus=sum(free.values()),
+        tiers=tuple(tiers),
+    )

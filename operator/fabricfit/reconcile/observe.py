@@ -1,0 +1,151 @@
+"""From what the handlers saw to the operator's metrics: job facts, plan quality, fragmentation.
+
+Theory of operation
+-------------------
+The handlers call :class:`Observer` after each reconcile or release; it never changes the
+cluster. Per-job gauges follow the status the reconcile left on the object; plan quality
+(crossings, spine bytes) is priced again only when the planned pods change, so the resync path
+stays cheap. Plans are counted as they are written (a new or changed ``status.pods``), failures
+as ``Planned`` turns False (or changes its reason), so a job waiting for GPUs counts once, not
+once per resync. The cluster census (fragmentation, and pruning gauges of TrainingTopologies
+that disappeared while nobody watched) runs on its own period from the same kopf indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.profiles import get_profile
+from fabricfit.metrics import OperatorMetrics
+from fabricfit.placement import build_layout, request_from_spec
+from fabricfit.placement.quality import assess_plan, measure_fragmentation
+from fabricfit.reconcile import planning
+from fabricfit.reconcile.context import OperatorState, Views
+from fabricfit.reconcile.evaluation import planned_nodes
+from fabricfit.reconcile.inventory import TopologyKey, holds_of_others
+from fabricfit.reconcile.service import Outcome, key_of
+
+logger = logging.getLogger(__name__)
+NOBODY: TopologyKey = ("", "")
+
+
+@contextmanager
+def timed(metrics: OperatorMetrics, handler: str) -> Iterator[None]:
+    """Observe the duration of a handler call, and its exception type if it raised."""
+    start = time.perf_counter()
+    error: Exception | None = None
+    try:
+        yield
+    except Exception as err:
+        error = err
+        raise
+    finally:
+        metrics.observe_handler(handler, time.perf_counter() - start, error)
+
+
+def seconds_since(timestamp: object, now: datetime) -> float | None:
+    """Seconds from an RFC 3339 timestamp (``metadata.creationTimestamp``) to ``now``."""
+    if not isinstance(timestamp, str) or not timestamp:
+        return None
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return (now - then).total_seconds()
+
+
+class Observer:
+    """Turns handler outcomes and index views into metric updates (see the module doc)."""
+
+    def __init__(self, metrics: OperatorMetrics, state: OperatorState) -> None:
+        self.metrics = metrics
+        self.state = state
+        self._assessed: dict[TopologyKey, tuple[Any, ...]] = {}
+
+    def after_reconcile(
+        self, body: Mapping[str, Any], outcome: Outcome, views_of: Callable[[], Views]
+    ) -> None:
+        key = key_of(body)
+        meta = body.get("metadata") or {}
+        before = planned_nodes(body.get("status") or {})
+        after = planned_nodes(outcome.status)
+        self.metrics.count_pins(outcome.pinned)
+        if after and after != before:
+            self.metrics.count_plan("placed", _reason(outcome.status, "Planned") or "Planned")
+        for t in outcome.transitions:
+            if t.type == "Planned" and t.status == "False":
+                self.metrics.count_plan("failed", t.reason)
+            if t.type == "Placed" and t.status == "True":
+                waited = seconds_since(meta.get("creationTimestamp"), datetime.now(UTC))
+                if waited is not None:
+                    self.metrics.observe_placed(str(meta.get("uid") or key), waited)
+        self.metrics.set_job(key, outcome.status)
+        if key not in self.metrics.jobs():
+            self._assessed.pop(key, None)
+            return
+        self._assess(key, body, outcome.status, after, views_of)
+
+    def after_release(self, body: Mapping[str, Any]) -> None:
+        key = key_of(body)
+        self._assessed.pop(key, None)
+        self.metrics.forget_job(key)
+
+    def _assess(
+        self,
+        key: TopologyKey,
+        body: Mapping[str, Any],
+        status: Mapping[str, Any],
+        plan: list[str],
+        views_of: Callable[[], Views],
+    ) -> None:
+        generation = (body.get("metadata") or {}).get("generation")
+        seen = (tuple(plan), generation, status.get("fabric"), status.get("labelScheme"))
+        if self._assessed.get(key) == seen:
+            return
+        try:
+            spec = TrainingTopologySpec.model_validate(body.get("spec") or {})
+        except ValidationError:
+            return
+        layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
+        groups = {k: len(v) for k, v in layout.groups.items()}
+        scheme = spec.label_scheme or self.state.config.label_scheme
+        snapshot = planning.fresh_snapshot(self.state, views_of(), scheme)
+        try:
+            fabric = status.get("fabric")
+            profile = (
+                get_profile(str(fabric))
+                if fabric
+                else planning.resolve_profile(spec, snapshot, self.state.config.default_fabric)
+            )
+            quality = assess_plan(snapshot, layout, request_from_spec(spec), profile, plan)
+        except ValueError as err:  # ProfileError, CostError: nothing to price
+            logger.debug("no plan quality for %s/%s: %s", *key, err)
+            quality = None
+        self.metrics.set_quality(key, quality, groups)
+        self._assessed[key] = seen
+
+    def census(self, views: Views) -> None:
+        """Fragmentation of the free GPUs; drop gauges of TrainingTopologies that are gone."""
+        snapshot = planning.fresh_snapshot(self.state, views, self.state.config.label_scheme)
+        held = holds_of_others(NOBODY, self.state.ledger.merged(views.topologies), views.pods)
+        self.metrics.set_fragmentation(measure_fragmentation(snapshot, held))
+        for key in self.metrics.jobs() - set(views.topologies):
+            self._assessed.pop(key, None)
+            self.metrics.forget_job(key)
+
+
+def _reason(status: Mapping[str, Any], type_: str) -> str | None:
+    for c in status.get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == type_:
+            return str(c.get("reason") or "") or None
+    return None

@@ -1,0 +1,328 @@
+"""Operator metrics: names and conventions (promtool), per-job series, the handler observer."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import urllib.request
+from collections import Counter
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devcluster import fakenodes
+from fabricfit.kube.rest import Credentials, Rest
+from fabricfit.metrics import EXPORTED_NAMES, OperatorMetrics
+from fabricfit.placement.quality import PlanQuality, measure_fragmentation
+from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.draft import Transition
+from fabricfit.reconcile.inventory import slim_node, take_snapshot
+from fabricfit.reconcile.observe import Observer, seconds_since, timed
+from fabricfit.reconcile.service import Outcome
+
+JOB = ("team-a", "llama")
+STATUS: dict[str, Any] = {
+    "pods": [{"index": i, "node": f"m-{i}"} for i in range(2)],
+    "predicted": {
+        "stepCommSeconds": 0.5,
+        "byDimension": {"tensor": 0.3, "data": 0.2, "pipeline": 0.0, "expert": 0.0, "context": 0},
+    },
+    "lowerBoundSeconds": 0.4,
+    "efficiency": 0.8,
+    "fabric": "dgx-h100",
+}
+
+
+def samples(metrics: OperatorMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = generate_latest(metrics.registry).decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(metrics: OperatorMetrics, metric: str, /, **labels: str) -> float | None:
+    return samples(metrics).get((metric, tuple(sorted(labels.items()))))
+
+
+def names_of(metrics: OperatorMetrics, name: str) -> list[dict[str, str]]:
+    return [dict(labels) for (n, labels) in samples(metrics) if n == name]
+
+
+def filled_metrics() -> OperatorMetrics:
+    metrics = OperatorMetrics(
+        CollectorRegistry(), api_requests=lambda: Counter({("PATCH", "pods", 200): 3})
+    )
+    metrics.set_version("0.1.0")
+    metrics.set_job(JOB, STATUS)
+    metrics.set_quality(JOB, PlanQuality(4, 1, 8, 2, 1.5e9), {"tensor": 4, "data": 8})
+    metrics.count_plan("placed", "Planned")
+    metrics.count_plan("failed", "InsufficientGPUs")
+    metrics.count_pins(2)
+    metrics.observe_placed("uid-1", 12.0)
+    metrics.observe_handler("reconcile", 0.02, None)
+    metrics.observe_handler("reconcile", 0.03, RuntimeError("boom"))
+    snapshot = take_snapshot(
+        [_ready(n) for n in fakenodes.node_manifests(fakenodes.FakeFabric(prefix="m"))],
+        [],
+        scheme="auto",
+        default_fabric="dgx-h100",
+    )
+    metrics.set_fragmentation(measure_fragmentation(snapshot))
+    return metrics
+
+
+def _ready(node: dict[str, Any]) -> dict[str, Any]:
+    node = dict(node)
+    node["status"] = {**node["status"], "conditions": [{"type": "Ready", "status": "True"}]}
+    return slim_node(node)
+
+
+def test_every_exported_name_is_exposed_with_help_and_counters_end_in_total() -> None:
+    metrics = filled_metrics()
+    text = generate_latest(metrics.registry).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name in EXPORTED_NAMES:
+        base = name.removesuffix("_total")
+        assert base in families, name
+        assert families[base].documentation, name
+    for family in families.values():
+        assert family.name.startswith("fabricfit_")
+        if family.type == "counter":
+            assert all(s.name.endswith(("_total", "_created")) for s in family.samples), family.name
+    assert set(EXPORTED_NAMES) >= {
+        s.name.removesuffix("_bucket").removesuffix("_sum").removesuffix("_count")
+        for f in families.values()
+        for s in f.samples
+        if not s.name.endswith("_created")
+    }
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    assert found, "promtool is missing: run hack/tools.sh (make test does)"
+    return found
+
+
+def test_promtool_accepts_the_exposition() -> None:
+    text = generate_latest(filled_metrics().registry)
+    result = subprocess.run(
+        [promtool(), "check", "metrics"], input=text, capture_output=True, check=False
+    )
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+
+
+def test_promtool_would_flag_a_bad_name() -> None:
+    """The check above can fail: a counter without _total and an abbreviated unit are flagged."""
+    bad = b"# HELP fabricfit_solve_ms x\n# TYPE fabricfit_solve_ms counter\nfabricfit_solve_ms 1\n"
+    result = subprocess.run(
+        [promtool(), "check", "metrics"], input=bad, capture_output=True, check=False
+    )
+    assert result.returncode != 0
+
+
+def test_job_series_carry_the_status_and_vanish_with_the_job() -> None:
+    metrics = filled_metrics()
+    assert (
+        value(metrics, "fabricfit_placement_efficiency_ratio", namespace="team-a", name="llama")
+        == 0.8
+    )
+    assert value(
+        metrics,
+        "fabricfit_predicted_step_comm_seconds",
+        namespace="team-a",
+        name="llama",
+        dimension="tensor",
+    ) == pytest.approx(0.3)
+    assert (
+        value(metrics, "fabricfit_step_spine_crossing_bytes", namespace="team-a", name="llama")
+        == 1.5e9
+    )
+    assert (
+        value(
+            metrics,
+            "fabricfit_tensor_groups_crossing_nvlink_domain",
+            namespace="team-a",
+            name="llama",
+        )
+        == 1
+    )
+    metrics.forget_job(JOB)
+    left = [key for key in samples(metrics) if ("name", "llama") in key[1]]
+    assert left == []
+    assert metrics.jobs() == set()
+
+
+def test_a_status_without_a_plan_removes_the_job() -> None:
+    metrics = filled_metrics()
+    metrics.set_job(JOB, {"pods": [], "predicted": None})
+    assert names_of(metrics, "fabricfit_placement_efficiency_ratio") == []
+    metrics.set_quality(JOB, PlanQuality(1, 0, 1, 0, 0.0), {})  # ignored: not a live job
+    assert names_of(metrics, "fabricfit_step_spine_crossing_bytes") == []
+
+
+def test_time_to_placed_is_observed_once_per_object() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    assert metrics.observe_placed("u", 3.0)
+    assert not metrics.observe_placed("u", 30.0)
+    assert value(metrics, "fabricfit_time_to_placed_seconds_count") == 1
+    assert value(metrics, "fabricfit_time_to_placed_seconds_sum") == 3.0
+
+
+def test_api_requests_come_from_the_rest_counter_at_scrape_time() -> None:
+    counts: Counter[tuple[str, str, int]] = Counter()
+    metrics = OperatorMetrics(CollectorRegistry(), api_requests=lambda: counts)
+    assert names_of(metrics, "fabricfit_kubernetes_api_requests_total") == []
+    counts[("GET", "jobs", 404)] += 2
+    assert (
+        value(
+            metrics,
+            "fabricfit_kubernetes_api_requests_total",
+            verb="GET",
+            resource="jobs",
+            code="404",
+        )
+        == 2
+    )
+
+
+def test_fragmentation_series_per_tier_and_pod_size() -> None:
+    metrics = filled_metrics()
+    assert value(metrics, "fabricfit_free_gpus") == 256
+    assert value(metrics, "fabricfit_largest_placeable_gpus", tier="rail_group") == 128
+    assert value(metrics, "fabricfit_largest_placeable_pods", tier="node", gpus_per_pod="8") == 1
+    assert value(metrics, "fabricfit_free_domains", tier="spine") == 1
+
+
+def test_registries_are_isolated() -> None:
+    first, second = OperatorMetrics(CollectorRegistry()), OperatorMetrics(CollectorRegistry())
+    first.count_pins(5)
+    assert value(first, "fabricfit_pods_pinned_total") == 5
+    assert value(second, "fabricfit_pods_pinned_total") == 0
+
+
+def test_serve_exposes_the_registry_over_http() -> None:
+    metrics = filled_metrics()
+    server, thread = metrics.serve(0, "127.0.0.1")
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            body = resp.read().decode()
+        assert "fabricfit_placement_efficiency_ratio{" in body
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+
+
+# -- the observer the handlers call --------------------------------------------------------
+
+
+def _state() -> OperatorState:
+    rest = Rest(Credentials("https://127.0.0.1:1", ssl.create_default_context()))
+    return OperatorState(config=OperatorConfig(), rest=rest)
+
+
+def _views(topologies: Any = None) -> Views:
+    nodes = [_ready(n) for n in fakenodes.node_manifests(fakenodes.FakeFabric(prefix="m"))]
+    return Views(nodes=nodes, pods=[], topologies=topologies or {})
+
+
+def _body(status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": JOB[0],
+            "name": JOB[1],
+            "uid": "u-1",
+            "generation": 1,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "llama"},
+            "gpusPerPod": 8,
+            "parallelism": {"tensor": 8, "data": 2},
+        },
+        "status": status or {},
+    }
+
+
+def _placed_status(nodes: list[str]) -> dict[str, Any]:
+    return {
+        **STATUS,
+        "pods": [{"index": i, "node": n} for i, n in enumerate(nodes)],
+        "conditions": [{"type": "Planned", "status": "True", "reason": "Planned"}],
+    }
+
+
+def test_observer_counts_a_plan_once_and_prices_it() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    observer = Observer(metrics, _state())
+    same_rg = _placed_status(["m-s0-g0-n0000", "m-s0-g0-n0001"])
+    outcome = Outcome(
+        transitions=(
+            Transition("Planned", "True", "Planned", "ok"),
+            Transition("Placed", "True", "Placed", "ok"),
+        ),
+        status=same_rg,
+        pinned=2,
+    )
+    observer.after_reconcile(_body(), outcome, _views)
+    observer.after_reconcile(_body(same_rg), Outcome(status=same_rg), _views)  # resync
+    assert value(metrics, "fabricfit_plans_total", result="placed", reason="Planned") == 1
+    assert value(metrics, "fabricfit_pods_pinned_total") == 2
+    assert value(metrics, "fabricfit_time_to_placed_seconds_count") == 1
+    job = {"namespace": JOB[0], "name": JOB[1]}
+    assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == 0
+    assert value(metrics, "fabricfit_parallel_groups", **job, dimension="data") == 8
+
+    moved = _placed_status(["m-s0-g0-n0000", "m-s0-g1-n0016"])
+    observer.after_reconcile(_body(same_rg), Outcome(status=moved), _views)
+    assert value(metrics, "fabricfit_plans_total", result="placed", reason="Planned") == 2
+    assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == 8
+    assert (value(metrics, "fabricfit_step_spine_crossing_bytes", **job) or 0) > 0
+
+    observer.after_release(_body(moved))
+    assert names_of(metrics, "fabricfit_step_spine_crossing_bytes") == []
+
+
+def test_observer_counts_failures_by_reason_on_transition_only() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    observer = Observer(metrics, _state())
+    failed = Outcome(transitions=(Transition("Planned", "False", "InsufficientGPUs", "no"),))
+    observer.after_reconcile(_body(), failed, _views)
+    observer.after_reconcile(_body(), Outcome(), _views)
+    assert value(metrics, "fabricfit_plans_total", result="failed", reason="InsufficientGPUs") == 1
+    assert metrics.jobs() == set()
+
+
+def test_census_measures_fragmentation_and_drops_vanished_jobs() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    observer = Observer(metrics, _state())
+    metrics.set_job(JOB, STATUS)
+    observer.census(_views())
+    assert value(metrics, "fabricfit_schedulable_gpus") == 256
+    assert metrics.jobs() == set()
+    assert names_of(metrics, "fabricfit_placement_efficiency_ratio") == []
+
+
+def test_timed_records_duration_and_error_type() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    with timed(metrics, "pin"):
+        pass
+    with pytest.raises(KeyError), timed(metrics, "pin"):
+        raise KeyError("x")
+    assert value(metrics, "fabricfit_reconcile_duration_seconds_count", handler="pin") == 2
+    assert value(metrics, "fabricfit_reconcile_errors_total", handler="pin", error="KeyError") == 1
+
+
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [("2026-01-01T00:00:10Z", 50.0), ("2026-01-01T00:01:00+00:00", 0.0), ("", None), ("x", None)],
+)
+def test_seconds_since(stamp: str, expected: float | None) -> None:
+    from datetime import UTC, datetime
+
+    assert seconds_since(stamp, datetime(2026, 1, 1, 0, 1, tzinfo=UTC)) == expected
