@@ -9,6 +9,7 @@ kube-scheduler, kwok) in a temporary state directory, and stops exactly that at 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers.operator import OperatorProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,3 +91,29 @@ def namespace(core: Any) -> Iterator[str]:
             time.sleep(0.2)
     yield name
     core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def operator(
+    kubeconfig: Path, kubectl: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([*kubectl, "apply", "-f", str(root / "crds")], check=True, capture_output=True)
+    proc = OperatorProcess(kubeconfig, tmp_path_factory.mktemp("operator"))
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def custom(api_client: Any) -> Any:
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture(scope="session")
+def batch(api_client: Any) -> Any:
+    from kubernetes import client
+
+    return client.BatchV1Api(api_client)

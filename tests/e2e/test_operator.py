@@ -8,141 +8,28 @@ the planner honours like any workload constraint.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devcluster import fakenodes
 from fabricfit.api.models import Parallelism
 from fabricfit.placement import build_layout
+from helpers.cluster import (
+    RAIL_GROUP,
+    TT,
+    condition,
+    foreign_pod,
+    get_tt,
+    indexed_job,
+    job_pods,
+    make_pool,
+    planned,
+    topology,
+    wait_bound,
+    wait_condition,
+)
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
-
-POOL_LABEL = "fabricfit.dev/pool"
-RAIL_GROUP = "topology.fabricfit.dev/rail-group"
-TT = ("fabricfit.dev", "v1alpha1", "trainingtopologies")
-
-
-@pytest.fixture(scope="module")
-def operator(
-    kubeconfig: Path, kubectl: list[str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[OperatorProcess]:
-    root = Path(__file__).resolve().parents[2]
-    subprocess.run([*kubectl, "apply", "-f", str(root / "crds")], check=True, capture_output=True)
-    proc = OperatorProcess(kubeconfig, tmp_path_factory.mktemp("operator"))
-    proc.start()
-    yield proc
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
-def custom(api_client: Any) -> Any:
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client)
-
-
-@pytest.fixture(scope="module")
-def batch(api_client: Any) -> Any:
-    from kubernetes import client
-
-    return client.BatchV1Api(api_client)
-
-
-def make_pool(core: Any, pool: str, **shape: Any) -> list[dict[str, Any]]:
-    fabric = fakenodes.FakeFabric(prefix=pool, pool=pool, **shape)
-    manifests = fakenodes.node_manifests(fabric)
-    fakenodes.wait_ready(core, fakenodes.create_nodes(core, manifests))
-    return manifests
-
-
-def indexed_job(name: str, pods: int, pool: str, gpus: int = 8) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "completionMode": "Indexed",
-            "completions": pods,
-            "parallelism": pods,
-            "backoffLimit": 100,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {POOL_LABEL: pool},
-                    "containers": [{"name": "train", "image": "example.invalid/train:1",
-                                    "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
-                }
-            },
-        },
-    }  # fmt: skip
-
-
-def topology(name: str, job: str, parallelism: dict[str, int], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "fabricfit.dev/v1alpha1",
-        "kind": "TrainingTopology",
-        "metadata": {"name": name},
-        "spec": {"workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": job},
-                 "gpusPerPod": 8, "parallelism": parallelism, **spec},
-    }  # fmt: skip
-
-
-def foreign_pod(name: str, node: str, gpus: int) -> dict[str, Any]:
-    """Another tenant's pod, already bound to ``node`` (kwok runs it)."""
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "example.invalid/other:1",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
-        },
-    }  # fmt: skip
-
-
-def get_tt(custom: Any, namespace: str, name: str) -> dict[str, Any]:
-    return dict(custom.get_namespaced_custom_object(*TT[:2], namespace, TT[2], name))
-
-
-def condition(tt: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    for c in (tt.get("status") or {}).get("conditions") or []:
-        if c["type"] == type_:
-            return dict(c)
-    return None
-
-
-def wait_condition(
-    custom: Any, ns: str, name: str, type_: str, status: str, timeout: float = 90
-) -> dict[str, Any]:
-    def check() -> dict[str, Any] | None:
-        tt = get_tt(custom, ns, name)
-        c = condition(tt, type_)
-        return tt if c is not None and c["status"] == status else None
-
-    return wait_for(check, timeout_seconds=timeout, what=f"{name} {type_}={status}")
-
-
-def planned(tt: dict[str, Any]) -> list[str]:
-    items = sorted(tt["status"]["pods"], key=lambda p: p["index"])
-    return [p["node"] for p in items]
-
-
-def job_pods(core: Any, ns: str, job: str) -> dict[int, Any]:
-    pods = core.list_namespaced_pod(ns, label_selector=f"job-name={job}").items
-    live = [p for p in pods if p.metadata.deletion_timestamp is None]
-    return {int(p.metadata.labels["batch.kubernetes.io/job-completion-index"]): p for p in live}
-
-
-def wait_bound(core: Any, ns: str, job: str, count: int) -> dict[int, Any]:
-    def check() -> dict[int, Any] | None:
-        pods = job_pods(core, ns, job)
-        done = len(pods) == count and all(p.spec.node_name for p in pods.values())
-        return pods if done else None
-
-    return wait_for(check, timeout_seconds=90, what=f"{count} pods of {job} bound")
 
 
 def test_job_lands_where_planned_with_dp_peers_in_one_rail_group(

@@ -33,7 +33,9 @@ from fabricfit.render.kinds import (
     is_suspended,
     pod_index,
     pod_templates,
+    template_pod_count,
 )
+from fabricfit.render.kueue import fit_to_podset
 from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
 from fabricfit.render.workload import build_template_patch, build_workload_labels
 
@@ -81,7 +83,9 @@ async def apply_to_workload(
                 mode=mode,
                 queue_name=spec.queue_name,
                 rail_group_key=rail_group_key,
-                kueue_annotations=kueue_annotations,
+                kueue_annotations=fit_to_podset(
+                    kueue_annotations, template_pod_count(ref.kind, workload, path)
+                ),
                 template=template,
             ),
         )

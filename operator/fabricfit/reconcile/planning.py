@@ -52,6 +52,13 @@ def resolve_profile(
     return get_profile(default)
 
 
+def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
+    """The spec's label scheme when it names one, else the operator's default."""
+    if "label_scheme" in spec.model_fields_set:
+        return spec.label_scheme
+    return state.config.label_scheme
+
+
 def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSnapshot:
     return take_snapshot(
         views.nodes, views.pods, scheme=scheme, default_fabric=state.config.default_fabric
@@ -102,7 +109,7 @@ async def plan_and_reserve(
     """Plan under the lock and write the reservation; None when the job does not fit now."""
     async with state.plan_lock:
         views = views_of()
-        snapshot = fresh_snapshot(state, views, spec.label_scheme or state.config.label_scheme)
+        snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
         held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
         request = request_from_spec(spec, template)
         profile = resolve_profile(spec, snapshot, state.config.default_fabric)
@@ -139,7 +146,7 @@ async def replace_and_reserve(
     """Move lost pods to healthy nodes and record the new plan before any of them is pinned."""
     async with state.plan_lock:
         views = views_of()
-        snapshot = fresh_snapshot(state, views, spec.label_scheme or state.config.label_scheme)
+        snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
         held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
         request = request_from_spec(spec, template)
         profile = resolve_profile(spec, snapshot, state.config.default_fabric)

@@ -177,7 +177,7 @@ async def _reconcile(
             f"waiting for {ref.kind} {ref.name or ref.pod_selector}",
         )
         raise _StopError
-    tiers = tier_label_keys(snapshot.scheme, [n.labels for n in snapshot.nodes])
+    tiers = tier_label_keys(planning.scheme_of(spec, state), [n.labels for n in snapshot.nodes])
     applied = await applying.apply_to_workload(
         state.rest,
         key[0],
@@ -185,7 +185,7 @@ async def _reconcile(
         spec,
         workload,
         rail_group_key=tiers.get("rail_group"),
-        kueue_annotations=kueue_annotations(spec, plan, snapshot),
+        kueue_annotations=kueue_annotations(spec, plan, snapshot, planning.scheme_of(spec, state)),
     )
     if applied.blocked:
         draft.condition("Placed", "False", "WorkloadNotSuspended", applied.blocked)
@@ -210,7 +210,7 @@ async def _ensure_plan(
     status = body.get("status") or {}
     current = evaluation.planned_nodes(status)
     views = views_of()
-    scheme = spec.label_scheme or state.config.label_scheme
+    scheme = planning.scheme_of(spec, state)
     snapshot = planning.fresh_snapshot(state, views, scheme)
     if current and any(evaluation.is_pinned_or_bound(p) for p in pods):
         return current, snapshot  # a started job is never moved; lost pods are re-placed
@@ -231,7 +231,7 @@ async def _ensure_plan(
 
 
 def kueue_annotations(
-    spec: TrainingTopologySpec, plan: Sequence[str], snapshot: ClusterSnapshot
+    spec: TrainingTopologySpec, plan: Sequence[str], snapshot: ClusterSnapshot, scheme: str
 ) -> dict[str, str]:
     """Kueue TAS annotations for the plan (recomputed from status when the plan is reused)."""
     if spec.placement.mode != "kueue-tas":
@@ -244,7 +244,7 @@ def kueue_annotations(
         decision,
         gpus_per_pod=spec.gpus_per_pod,
         tensor=spec.parallelism.tensor,
-        tier_keys=tier_label_keys(snapshot.scheme, [n.labels for n in snapshot.nodes]),
+        tier_keys=tier_label_keys(scheme, [n.labels for n in snapshot.nodes]),
         node_labels={n.name: n.labels for n in snapshot.nodes if n.name in set(plan)},
     )
 
@@ -289,20 +289,35 @@ async def release(
     key = key_of(body)
     async with state.lock_for(key):
         state.ledger.forget(key)
-        for pod in workload_pods(key, "", None, views_of()):
+        for pod in await _pods_to_release(body, key, state, views_of):
             if not is_gated(pod):
                 continue
             meta = pod.get("metadata") or {}
+            path = path_for("v1", "pods", key[0], meta.get("name"))
             try:
-                await state.rest.patch(
-                    path_for("v1", "pods", key[0], meta.get("name")),
-                    build_ungate_patch(pod),
-                    "json",
-                )
+                await state.rest.patch(path, build_ungate_patch(pod), "json")
             except ApiError as err:
                 if err.status not in (404, 409, 422):
                     raise
     state.object_locks.pop(key, None)
+
+
+async def _pods_to_release(
+    body: Mapping[str, Any], key: TopologyKey, state: OperatorState, views_of: Callable[[], Views]
+) -> list[Mapping[str, Any]]:
+    """Pods carrying our label, plus, for plain-Pod workloads, the pods the selector matches
+    (they may never have been labelled if no plan was made)."""
+    pods = workload_pods(key, "", None, views_of())
+    try:
+        spec = TrainingTopologySpec.model_validate(body.get("spec") or {})
+    except ValidationError:
+        return pods
+    ref = spec.workload_ref
+    if ref is not None and ref.kind == applying.POD_KIND and ref.pod_selector:
+        group = await read_workload(state.rest, ref, key[0])
+        names = {(p.get("metadata") or {}).get("name") for p in pods}
+        pods += [p for p in (group or {}).get("items") or [] if p["metadata"]["name"] not in names]
+    return pods
 
 
 async def read_topology(state: OperatorState, namespace: str, name: str) -> dict[str, Any] | None:
