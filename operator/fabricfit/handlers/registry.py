@@ -115,7 +115,10 @@ def build_registry(
         metrics.set_version(__version__)
         memo["observer"] = observer = Observer(metrics, state)
         if metrics_port:
-            memo["metrics_server"] = metrics.serve(metrics_port)
+            try:
+                memo["metrics_server"] = metrics.serve(metrics_port)
+            except OSError as err:  # placement goes on without metrics (e.g. port taken)
+                logger.error("cannot serve metrics on port %d: %s", metrics_port, err)
         take = views_from(*(kwargs[name] for name in INDEXES))
         memo["census"] = asyncio.create_task(run_census(observer, take, config.resync_seconds))
 
