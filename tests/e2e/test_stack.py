@@ -89,3 +89,20 @@ def test_pod_larger_than_any_node_stays_pending(core: Any, namespace: str, gpu_n
     pod = core.read_namespaced_pod("too-big", namespace)
     assert pod.status.phase == "Pending"
     assert pod.spec.node_name is None
+
+
+def test_samples_pass_the_api_servers_validation(kubectl: list[str], namespace: str) -> None:
+    """Every sample in deploy/samples/ is accepted by the real API server (schema and CEL).
+
+    A server-side dry run validates everything without creating objects that the operator of
+    other tests would then plan and reserve GPUs for."""
+    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "crds")], check=True, capture_output=True)
+    for sample in sorted((ROOT / "deploy" / "samples").glob("*.yaml")):
+        result = subprocess.run(
+            [*kubectl, "apply", "--dry-run=server", "-n", namespace, "-f", str(sample)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, f"{sample.name}: {result.stderr}"
+        assert "trainingtopology.fabricfit.dev/" in result.stdout
