@@ -1,0 +1,91 @@
+{{/* Chart name, truncated to the 63 characters DNS names allow. */}}
+{{- define "fabricfit.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name: the release name, with the chart name unless it is included. */}}
+{{- define "fabricfit.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Chart name and version, for the helm.sh/chart label. */}}
+{{- define "fabricfit.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "fabricfit.labels" -}}
+helm.sh/chart: {{ include "fabricfit.chart" . }}
+{{ include "fabricfit.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: fabricfit
+{{- end }}
+
+{{/* Labels that select the operator pod. */}}
+{{- define "fabricfit.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "fabricfit.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The name of the service account to use. */}}
+{{- define "fabricfit.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "fabricfit.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The operator image reference (tag defaults to the chart's appVersion). */}}
+{{- define "fabricfit.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Namespace of the monitoring objects (ServiceMonitor, PrometheusRule, dashboard). */}}
+{{- define "fabricfit.monitoringNamespace" -}}
+{{- default .Release.Namespace .namespace }}
+{{- end }}
+
+{{/*
+RBAC rules on the namespaced resources the operator watches and changes. Exactly the verbs the
+code uses: kopf lists and watches TrainingTopologies, pods; kopf patches TrainingTopologies
+(finalizer, progress annotations) and the operator patches their status; the operator reads a
+TrainingTopology when a gated pod appears (get), patches pods (pin, ungate, label), reads and
+patches the workloads (get, patch), and kopf posts Events (create).
+*/}}
+{{- define "fabricfit.namespacedRules" -}}
+- apiGroups: ["fabricfit.dev"]
+  resources: ["trainingtopologies"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["fabricfit.dev"]
+  resources: ["trainingtopologies/status"]
+  verbs: ["patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "patch"]
+- apiGroups: ["jobset.x-k8s.io"]
+  resources: ["jobsets"]
+  verbs: ["get", "patch"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["pytorchjobs"]
+  verbs: ["get", "patch"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: ["get", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end }}

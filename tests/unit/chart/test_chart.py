@@ -1,0 +1,279 @@
+"""The Helm chart, rendered by the real helm: lint, strict Kubernetes schemas, security, RBAC,
+toggles, the operator flags it passes, and that crds/ and deploy/ stay in sync with it."""
+
+from __future__ import annotations
+
+import filecmp
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from fabricfit.cli.common import Parser
+from fabricfit.cli.run import configure
+from fabricfit.kube.workloads import KINDS
+from unit.chart.rendering import CHART, CI_VALUES, ROOT, of_kind, one, render, run_helm
+
+KUBERNETES_VERSION = "1.36"
+MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}  # prometheus-operator CRDs: no schema
+VALUE_FILES = [None, *CI_VALUES]
+EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
+    ("", "nodes"): {"list", "watch"},
+    ("fabricfit.dev", "trainingtopologies"): {"get", "list", "watch", "patch"},
+    ("fabricfit.dev", "trainingtopologies/status"): {"patch"},
+    ("", "pods"): {"list", "watch", "patch"},
+    ("batch", "jobs"): {"get", "patch"},
+    ("jobset.x-k8s.io", "jobsets"): {"get", "patch"},
+    ("kubeflow.org", "pytorchjobs"): {"get", "patch"},
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"get", "patch"},
+    ("", "events"): {"create"},
+}
+
+
+def values_id(path: Path | None) -> str:
+    return "default" if path is None else path.name
+
+
+def rules_of(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    found: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                found.setdefault((group, resource), set()).update(rule["verbs"])
+    return found
+
+
+def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (only,) = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return dict(only)
+
+
+def operator_args(objects: list[dict[str, Any]]) -> Any:
+    parser = Parser(prog="fabricfit run")
+    configure(parser)
+    return parser.parse_args(container(objects)["args"])
+
+
+@pytest.mark.parametrize("values", VALUE_FILES, ids=values_id)
+def test_helm_lint_strict(values: Path | None) -> None:
+    args = ["lint", "--strict", str(CHART)] + (["-f", str(values)] if values else [])
+    result = run_helm(*args, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("values", VALUE_FILES, ids=values_id)
+def test_rendered_objects_pass_strict_kubernetes_schemas(values: Path | None) -> None:
+    objects = render(values)
+    assert objects
+    for obj in objects:
+        if obj["kind"] in MONITORING_KINDS:
+            assert obj["apiVersion"] == "monitoring.coreos.com/v1"
+            continue
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as err:
+            pytest.fail(f"{obj['kind']} {obj['metadata']['name']}: {err.message}")
+
+
+def test_strict_validation_can_fail() -> None:
+    (service,) = of_kind(render(), "Service")
+    service["spec"]["prot"] = [1]
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(service, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("values", VALUE_FILES, ids=values_id)
+def test_pod_meets_restricted_pod_security(values: Path | None) -> None:
+    objects = render(values)
+    deployment = one(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
+    main = container(objects)
+    security = main["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not security.get("privileged")
+    assert main["resources"]["requests"]["cpu"] and main["resources"]["limits"]["memory"]
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert "readinessProbe" not in main
+    probe = main["livenessProbe"]["httpGet"]
+    assert probe == {"path": "/healthz", "port": "healthz"}
+    ports = {p["name"]: p["containerPort"] for p in main["ports"]}
+    args = operator_args(objects)
+    assert args.liveness == f"http://0.0.0.0:{ports['healthz']}/healthz"
+    assert args.metrics_port == ports["metrics"]
+
+
+def test_cluster_wide_rbac_is_exactly_what_the_operator_uses() -> None:
+    objects = render()
+    assert of_kind(objects, "Role") == [] and of_kind(objects, "RoleBinding") == []
+    role = one(objects, "ClusterRole")
+    assert rules_of(role) == EXPECTED_RULES
+    binding = one(objects, "ClusterRoleBinding")
+    account = one(objects, "ServiceAccount")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": "ops"}
+    ]
+    deployment = one(objects, "Deployment")
+    assert (
+        deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        == (account["metadata"]["name"])
+    )
+    args = operator_args(objects)
+    assert args.all_namespaces and args.namespace == [] and args.standalone
+
+
+def test_every_workload_kind_the_operator_patches_is_granted() -> None:
+    granted = rules_of(one(render(), "ClusterRole"))
+    for info in KINDS.values():
+        group = info.api_version.split("/")[0] if "/" in info.api_version else ""
+        assert granted[(group, info.plural)] == {"get", "patch"}, info.kind
+
+
+@pytest.mark.parametrize("values", VALUE_FILES, ids=values_id)
+def test_no_wildcards_and_no_secrets(values: Path | None) -> None:
+    for role in of_kind(render(values), "ClusterRole") + of_kind(render(values), "Role"):
+        for rule in role["rules"]:
+            for field in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[field], rule
+            assert not {"secrets", "configmaps"} & set(rule["resources"]), rule
+            assert "nonResourceURLs" not in rule and "resourceNames" not in rule
+
+
+def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
+    objects = render(CHART / "ci" / "namespaced-values.yaml")
+    cluster_role = one(objects, "ClusterRole")
+    assert rules_of(cluster_role) == {("", "nodes"): {"list", "watch"}}
+    roles = of_kind(objects, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    namespaced = {k: v for k, v in EXPECTED_RULES.items() if k != ("", "nodes")}
+    for role in roles:
+        assert rules_of(role) == {
+            **namespaced,
+            ("kopf.dev", "kopfpeerings"): {"list", "watch", "patch"},
+        }
+    bindings = of_kind(objects, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
+    assert all(b["subjects"][0]["namespace"] == "ops" for b in bindings)
+    args = operator_args(objects)
+    assert args.namespace == ["team-a", "team-b"] and not args.all_namespaces
+    assert (args.peering, args.priority) == ("fabricfit", 10)
+    assert (args.fabric, args.label_scheme, args.resync_seconds) == ("gb200-nvl72", "topograph", 30)
+    assert args.verbose
+    assert one(objects, "Deployment")["spec"]["replicas"] == 2
+
+
+def test_cluster_wide_peering_grants_cluster_peerings() -> None:
+    role = one(render(None, "peering.enabled=true"), "ClusterRole")
+    assert rules_of(role)[("kopf.dev", "clusterkopfpeerings")] == {"list", "watch", "patch"}
+
+
+def test_monitoring_objects_are_off_by_default_and_on_when_asked() -> None:
+    default = render()
+    assert not of_kind(default, "ServiceMonitor") and not of_kind(default, "PrometheusRule")
+    dashboard = one(default, "ConfigMap")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+
+    objects = render(CHART / "ci" / "monitoring-values.yaml")
+    monitor = one(objects, "ServiceMonitor")
+    service = one(objects, "Service")
+    assert monitor["metadata"]["namespace"] == "monitoring"
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["ops"]}
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    assert monitor["spec"]["endpoints"][0]["interval"] == "15s"
+    assert service["spec"]["ports"][0]["port"] == 9100
+    assert operator_args(objects).metrics_port == 9100
+    rule = one(objects, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert "fabricfit_placement_efficiency_ratio < 0.9" in exprs
+    assert one(objects, "ConfigMap")["metadata"]["annotations"] == {"grafana_folder": "fabricfit"}
+
+
+def test_service_selects_the_operator_pod() -> None:
+    objects = render()
+    selector = one(objects, "Service")["spec"]["selector"]
+    pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= pod_labels.items()
+
+
+def test_bring_your_own_account_renders_no_rbac() -> None:
+    objects = render(CHART / "ci" / "minimal-values.yaml")
+    kinds = {o["kind"] for o in objects}
+    assert kinds == {"Deployment", "Service"}
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "fabricfit-operator"
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert container(objects)["image"] == "registry.example.com/ml/fabricfit:0.1.0-custom"
+
+
+def test_default_image_tag_is_the_app_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert container(render())["image"] == f"fabricfit:{chart['appVersion']}"
+
+
+@pytest.mark.parametrize(
+    ("sets", "error"),
+    [
+        (("operator.fabric=dgx-z9",), "/operator/fabric"),
+        (("operator.labelScheme=whatever",), "/operator/labelScheme"),
+        (("operator.resyncSeconds=0",), "/operator/resyncSeconds"),
+        (("metrics.port=70000",), "/metrics/port"),
+        (("unknownKey=1",), "unknownKey"),
+        (("replicas=2",), "peering.enabled"),
+    ],
+)
+def test_bad_values_are_rejected(sets: tuple[str, ...], error: str) -> None:
+    args = ["template", "ff", str(CHART)]
+    for expr in sets:
+        args += ["--set", expr]
+    result = run_helm(*args, check=False)
+    assert result.returncode != 0
+    assert error in result.stderr
+
+
+def test_every_top_level_value_is_documented() -> None:
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line and not line.startswith(("#", " ", "-")) and ":" in line:
+            key = line.split(":")[0]
+            start = i
+            while start > 0 and lines[start - 1].startswith("#"):
+                start -= 1
+            assert start < i and lines[start].startswith(f"# {key} "), f"{key} lacks a comment"
+
+
+def test_chart_crds_are_the_top_level_crds() -> None:
+    top, chart = ROOT / "crds", CHART / "crds"
+    names = sorted(p.name for p in top.glob("*.yaml"))
+    assert names == sorted(p.name for p in chart.glob("*.yaml"))
+    mismatch = filecmp.cmpfiles(top, chart, names, shallow=False)[1:]
+    assert mismatch == ([], []), f"charts/fabricfit/crds differs from crds/: {mismatch}"
+
+
+def test_deploy_manifests_do_not_drift_from_the_chart() -> None:
+    result = subprocess.run(
+        [str(ROOT / "hack" / "render-deploy.sh"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "fabricfit.yaml").read_text()) if d]
+    assert docs[0]["kind"] == "Namespace"
+    assert docs[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert {d["metadata"].get("namespace") for d in docs[1:] if d["kind"] != "ClusterRole"} <= {
+        "fabricfit",
+        None,
+    }

@@ -1,0 +1,169 @@
+"""The chart's Grafana dashboard and alert rules: valid, and built only on exported metrics."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fabricfit.metrics import EXPORTED_NAMES
+from unit.chart.rendering import CHART, dashboard, render, rule_groups
+
+MONITORING = CHART / "ci" / "monitoring-values.yaml"
+KEYWORDS = {"and", "or", "unless", "bool", "offset", "group_left", "group_right", "inf", "nan"}
+SERIES_SUFFIXES = ("_bucket", "_sum", "_count")
+GRAFANA_VARIABLES = {
+    "$__rate_interval": "5m",
+    "$namespace": ".*",
+    "$topology": ".*",
+    "$gpus_per_pod": "8",
+}
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    assert found, "promtool is missing: run hack/tools.sh (make test does)"
+    return found
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names a PromQL expression selects (labels, functions and keywords left out)."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    text = re.sub(r"\{[^}]*\}", "", text)
+    text = re.sub(r"\[[^\]]*\]", "", text)
+    text = re.sub(r"\b\d+(?:ms|s|m|h|d|w|y)\b", " ", text)  # durations (offset 5m)
+    text = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", " ", text)
+    names = set()
+    for match in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text):
+        token = match.group(0)
+        if text[match.start() - 1 : match.start()] == "$" or token in KEYWORDS:
+            continue
+        if text[match.end() :].lstrip().startswith("("):
+            continue  # a function
+        names.add(token)
+    return names
+
+
+def exported(name: str) -> bool:
+    for suffix in SERIES_SUFFIXES:
+        if name.endswith(suffix) and name.removesuffix(suffix) in EXPORTED_NAMES:
+            return True
+    return name in EXPORTED_NAMES
+
+
+def dashboard_exprs(board: dict[str, Any]) -> list[str]:
+    return [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+
+
+def variable_metrics(board: dict[str, Any]) -> list[str]:
+    out = []
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            query = variable["query"]["query"]
+            match = re.match(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", query)
+            assert match, f"variable {variable['name']}: unexpected query {query}"
+            out.append(match.group(1))
+    return out
+
+
+def test_metric_name_extraction() -> None:
+    expr = (
+        'histogram_quantile(0.9, sum by (le, handler) (rate(a_bucket{x="y{z}"}[5m]))) '
+        "/ ignoring(tier) group_left b > bool 0 and on(namespace) c offset 5m"
+    )
+    assert metric_names(expr) == {"a_bucket", "b", "c"}
+    assert not exported("up") and exported("fabricfit_reconcile_duration_seconds_bucket")
+
+
+def test_dashboard_is_grafana_json_with_a_datasource_variable() -> None:
+    board = dashboard(render())
+    assert board == dashboard(render(MONITORING))  # the same file, whatever the values
+    assert board["uid"] == "fabricfit-placement" and board["title"] and board["tags"]
+    assert isinstance(board["schemaVersion"], int)
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in board["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": "$datasource"}, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "$datasource"
+    titles = " ".join(p["title"] for p in board["panels"]).lower()
+    for topic in ("efficiency", "nvlink", "rail group", "spine", "free gpus", "largest placeable"):
+        assert topic in titles
+
+
+def test_dashboard_queries_use_only_exported_metrics() -> None:
+    board = dashboard(render())
+    used: set[str] = set()
+    for expr in dashboard_exprs(board):
+        names = metric_names(expr)
+        assert names, f"no metric in {expr}"
+        assert all(exported(n) for n in names), f"{expr}: {sorted(names)}"
+        used |= {n.removesuffix("_bucket") for n in names}
+    for name in variable_metrics(board):
+        assert exported(name), name
+    shown = {"fabricfit_placement_efficiency_ratio", "fabricfit_largest_placeable_pods"}
+    assert shown <= used
+
+
+def test_alert_rules_use_only_exported_metrics() -> None:
+    rules = [r for g in rule_groups(render(MONITORING)) for r in g["rules"]]
+    assert len(rules) >= 5
+    for rule in rules:
+        names = metric_names(rule["expr"])
+        assert names and all(exported(n) for n in names), f"{rule['alert']}: {sorted(names)}"
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+    alerts = {r["alert"] for r in rules}
+    assert {
+        "FabricfitPlacementsFailing",
+        "FabricfitLowPlacementEfficiency",
+        "FabricfitReconcileErrors",
+    } <= alerts
+
+
+def _promtool_rules(
+    tmp_path: Path, groups: list[dict[str, Any]]
+) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": groups}))
+    return subprocess.run(
+        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+
+
+def test_promtool_accepts_the_alert_rules(tmp_path: Path) -> None:
+    result = _promtool_rules(tmp_path, rule_groups(render(MONITORING)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 8 rules found" in result.stdout
+
+
+def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
+    exprs = dashboard_exprs(dashboard(render()))
+    for name, value in GRAFANA_VARIABLES.items():
+        exprs = [e.replace(name, value) for e in exprs]
+    records = [{"record": f"fabricfit_dashboard:query{i}", "expr": e} for i, e in enumerate(exprs)]
+    result = _promtool_rules(tmp_path, [{"name": "dashboard", "rules": records}])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_promtool_rejects_a_broken_rule(tmp_path: Path) -> None:
+    broken = [{"name": "x", "rules": [{"alert": "X", "expr": "sum(fabricfit_free_gpus"}]}]
+    assert _promtool_rules(tmp_path, broken).returncode != 0
+
+
+@pytest.mark.parametrize("values", [None, MONITORING], ids=["default", "monitoring"])
+def test_dashboard_config_map_holds_the_file_verbatim(values: Path | None) -> None:
+    (config_map,) = [o for o in render(values) if o["kind"] == "ConfigMap"]
+    text = config_map["data"]["fabricfit.json"]
+    assert text.strip() == (CHART / "files" / "dashboards" / "fabricfit.json").read_text().strip()
