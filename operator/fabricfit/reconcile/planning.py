@@ -22,7 +22,12 @@ from fabricfit.api.status import REASON_INSUFFICIENT_GPUS
 from fabricfit.fabric.profiles import FabricProfile, get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import patch_status
-from fabricfit.placement import PlacementDecision, plan_placement, request_from_spec
+from fabricfit.placement import (
+    PlacementDecision,
+    PlacementRequest,
+    plan_placement,
+    request_from_spec,
+)
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.context import OperatorState, Views
@@ -97,6 +102,20 @@ async def write_status(state: OperatorState, key: TopologyKey, draft: StatusDraf
     draft.committed(written.get("status") or {})
 
 
+def _inputs(
+    state: OperatorState,
+    key: TopologyKey,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    views: Views,
+) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
+    """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
+    snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
+    held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
+    request = request_from_spec(spec, template)
+    return snapshot, request, resolve_profile(spec, snapshot, state.config.default_fabric), held
+
+
 async def plan_and_reserve(
     state: OperatorState,
     key: TopologyKey,
@@ -108,11 +127,7 @@ async def plan_and_reserve(
 ) -> PlanResult | None:
     """Plan under the lock and write the reservation; None when the job does not fit now."""
     async with state.plan_lock:
-        views = views_of()
-        snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
-        held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
-        request = request_from_spec(spec, template)
-        profile = resolve_profile(spec, snapshot, state.config.default_fabric)
+        snapshot, request, profile, held = _inputs(state, key, spec, template, views_of())
         decision = plan_placement(snapshot, request, profile, reservations=held)
         if not decision.feasible:
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
@@ -145,11 +160,7 @@ async def replace_and_reserve(
 ) -> Replacement | None:
     """Move lost pods to healthy nodes and record the new plan before any of them is pinned."""
     async with state.plan_lock:
-        views = views_of()
-        snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
-        held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
-        request = request_from_spec(spec, template)
-        profile = resolve_profile(spec, snapshot, state.config.default_fabric)
+        snapshot, request, profile, held = _inputs(state, key, spec, template, views_of())
         replacement = replace_pods(snapshot, request, profile, current, lost, reservations=held)
         if replacement is None:
             return None
