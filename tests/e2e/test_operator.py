@@ -240,6 +240,7 @@ def test_cordoned_node_degrades_and_recreated_pod_moves(
         assert pod.spec.node_name != victim
         tt = wait_condition(custom, namespace, "churn", "Degraded", "False")
         assert planned(tt)[0] == pod.spec.node_name
-        assert condition(tt, "Placed")["status"] == "True"  # type: ignore[index]
+        placed = wait_condition(custom, namespace, "churn", "Placed", "True")
+        assert planned(placed)[0] == pod.spec.node_name
     finally:
         core.patch_node(victim, {"spec": {"unschedulable": False}})
