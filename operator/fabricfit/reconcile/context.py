@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
+from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
 from fabricfit.reconcile.inventory import Holding, Ledger, TopologyKey
 
@@ -39,6 +40,9 @@ class OperatorState:
     # Planning is serialised cluster-wide: two plans must never read the same free GPUs.
     plan_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     object_locks: dict[TopologyKey, asyncio.Lock] = field(default_factory=dict)
+    # Recent snapshots per label scheme, for the read-only paths (health of running jobs);
+    # planning always builds a fresh one under the lock.
+    snapshots: dict[str, tuple[float, ClusterSnapshot]] = field(default_factory=dict)
 
     def lock_for(self, key: TopologyKey) -> asyncio.Lock:
         return self.object_locks.setdefault(key, asyncio.Lock())

@@ -11,6 +11,7 @@ the lock and before any pod is pinned. After an operator restart, kopf repopulat
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.inventory import TopologyKey, holds_of_others, take_snapshot
 from fabricfit.render.status import build_plan_status, reservation_of
+
+SNAPSHOT_MAX_AGE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,22 @@ def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
 
 
 def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSnapshot:
-    return take_snapshot(
+    snapshot = take_snapshot(
         views.nodes, views.pods, scheme=scheme, default_fabric=state.config.default_fabric
     )
+    state.snapshots[scheme] = (time.monotonic(), snapshot)
+    return snapshot
+
+
+def recent_snapshot(
+    state: OperatorState, views_of: Callable[[], Views], scheme: str
+) -> ClusterSnapshot:
+    """A snapshot at most SNAPSHOT_MAX_AGE_SECONDS old, for read-only checks: with hundreds of
+    TrainingTopologies resyncing, rebuilding one per reconcile would dominate the CPU."""
+    cached = state.snapshots.get(scheme)
+    if cached is not None and time.monotonic() - cached[0] <= SNAPSHOT_MAX_AGE_SECONDS:
+        return cached[1]
+    return fresh_snapshot(state, views_of(), scheme)
 
 
 def plan_still_fits(

@@ -209,11 +209,12 @@ async def _ensure_plan(
 ) -> tuple[list[str], ClusterSnapshot]:
     status = body.get("status") or {}
     current = evaluation.planned_nodes(status)
-    views = views_of()
     scheme = planning.scheme_of(spec, state)
-    snapshot = planning.fresh_snapshot(state, views, scheme)
     if current and any(evaluation.is_pinned_or_bound(p) for p in pods):
-        return current, snapshot  # a started job is never moved; lost pods are re-placed
+        # A started job is never moved; lost pods are re-placed (under the lock, freshly).
+        return current, planning.recent_snapshot(state, views_of, scheme)
+    views = views_of()
+    snapshot = planning.fresh_snapshot(state, views, scheme)
     fresh = status.get("observedGeneration") == draft.generation and len(current) == spec.pods
     if fresh and planning.plan_still_fits(state, key, spec, template, views, snapshot, current):
         return current, snapshot
