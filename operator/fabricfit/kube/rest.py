@@ -62,7 +62,16 @@ class Credentials:
         hook = getattr(cfg, "refresh_api_key_hook", None)
         if hook is not None:
             hook(cfg)
-        token = cfg.get_api_key_with_prefix("authorization") if cfg.api_key else None
+        # The official loaders (kubeconfig token, in-cluster service account) store the token
+        # under "BearerToken"; "authorization" is the older key.
+        token = (
+            (
+                cfg.get_api_key_with_prefix("BearerToken")
+                or cfg.get_api_key_with_prefix("authorization")
+            )
+            if cfg.api_key
+            else None
+        )
         return {"Authorization": token} if token else {}
 
 
