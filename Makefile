@@ -40,8 +40,8 @@ test: venv cluster-build
 test-slow: venv cluster-build
 	$(BIN)/pytest -m slow -q
 
-demo: venv cluster-build
-	$(BIN)/python hack/demo.py
+demo: venv
+	PYTHONPATH=hack $(BIN)/python -m demo
 
 demo-down:
 	hack/cluster down

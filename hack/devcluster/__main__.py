@@ -49,6 +49,9 @@ def cmd_status(_args: argparse.Namespace) -> int:
         alive, ok = health[proc.name]
         status = "healthy" if ok else ("running, unhealthy" if alive else "not running")
         print(f"  {proc.name:<24} pid {proc.pid:<8} {status}")
+    for proc in state.attached:
+        running = cluster.attached_alive(state)[proc.name]
+        print(f"  {proc.name:<24} pid {proc.pid:<8} {'running' if running else 'not running'}")
     print(f"KUBECONFIG={state.kubeconfig}")
     return 0 if cluster.healthy(state) else 1
 
@@ -93,7 +96,10 @@ def build_parser() -> _Parser:
         default=None,
         help="port for kube-apiserver (default: a free one)",
     )
-    sub.add_parser("down", help="stop exactly the processes `up` started and remove their state")
+    sub.add_parser(
+        "down",
+        help="stop exactly the processes `up` (and the demo) started and remove their state",
+    )
     sub.add_parser("status", help="report each component")
     nodes = sub.add_parser("nodes", help="create Ready fake GPU nodes")
     nodes.add_argument("--spines", type=int, default=1)

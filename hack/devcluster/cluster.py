@@ -3,6 +3,11 @@
 State lives in ``$FABRICFIT_STATE_DIR`` (default ``~/.cache/fabricfit/cluster``): certificates,
 kubeconfig, etcd data, logs, and ``state.json`` with every pid and port we started. ``down``
 reads that file and stops exactly those processes, then removes the directory.
+
+Besides the five control-plane components, ``state.json`` lists *attached* processes: clients
+that run against the cluster and should live and die with it (the demo's operator). ``attach``
+starts one and records it; ``down`` stops them before the control plane. They take no part in
+the cluster's health.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class State:
     directory: str
     ports: Ports
     processes: list[Started] = field(default_factory=list)
+    attached: list[Started] = field(default_factory=list)
     started_at: float = 0.0
     kubernetes_version: str = ""
 
@@ -90,6 +96,7 @@ class State:
             directory=data["directory"],
             ports=Ports(**data["ports"]),
             processes=[Started(**p) for p in data["processes"]],
+            attached=[Started(**p) for p in data.get("attached", [])],
             started_at=data.get("started_at", 0.0),
             kubernetes_version=data.get("kubernetes_version", ""),
         )
@@ -321,11 +328,45 @@ def down(say: Callable[[str], None]) -> bool:
         if directory.exists():
             shutil.rmtree(directory, ignore_errors=True)
         return False
-    for proc in reversed(state.processes):
+    for proc in [*reversed(state.attached), *reversed(state.processes)]:
         say(f"stopping {proc.name} (pid {proc.pid})")
-        stop(proc.pid, proc.binary)
+        stop(proc.pid, proc.binary, marker=proc.marker)
     shutil.rmtree(directory, ignore_errors=True)
     return True
+
+
+def attach(
+    state: State, name: str, argv: list[str], env: dict[str, str] | None = None, marker: str = ""
+) -> Started:
+    """Start ``argv`` detached, log to ``logs/<name>.log`` and record it so ``down`` stops it.
+
+    A process of the same name recorded earlier is stopped first (one instance per name).
+    ``marker`` is a string its command line must contain to count as ours (for interpreters,
+    whose executable alone says little).
+    """
+    detach(state, name)
+    started = start(
+        name, argv, Path(state.directory) / "logs" / f"{name}.log", env=env, marker=marker
+    )
+    state.attached.append(started)
+    state.save()
+    return started
+
+
+def detach(state: State, name: str) -> bool:
+    """Stop the attached process ``name`` if it runs; forget it. True if one was running."""
+    running = False
+    for proc in [p for p in state.attached if p.name == name]:
+        running = running or is_ours(proc.pid, proc.binary, proc.marker)
+        stop(proc.pid, proc.binary, marker=proc.marker)
+        state.attached.remove(proc)
+    state.save()
+    return running
+
+
+def attached_alive(state: State) -> dict[str, bool]:
+    """name -> whether the attached process still runs."""
+    return {p.name: is_ours(p.pid, p.binary, p.marker) for p in state.attached}
 
 
 def require_state() -> State:

@@ -27,6 +27,7 @@ class Started:
     pid: int
     binary: str
     log: str
+    marker: str = ""  # a string the command line must contain (see ``is_ours``)
 
 
 def free_port() -> int:
@@ -45,7 +46,9 @@ def check_port_free(port: int, what: str) -> None:
             raise ClusterError(f"port {port} for {what} is already in use on 127.0.0.1") from err
 
 
-def start(name: str, argv: list[str], log: Path) -> Started:
+def start(
+    name: str, argv: list[str], log: Path, env: dict[str, str] | None = None, marker: str = ""
+) -> Started:
     """Start ``argv`` in its own session (so it outlives ``hack/cluster up``)."""
     handle = log.open("ab")
     try:
@@ -55,34 +58,40 @@ def start(name: str, argv: list[str], log: Path) -> Started:
             stdout=handle,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
     except OSError as err:
         raise ClusterError(f"cannot start {name} ({argv[0]}): {err.strerror}") from err
     finally:
         handle.close()
-    return Started(name=name, pid=proc.pid, binary=argv[0], log=str(log))
+    return Started(name=name, pid=proc.pid, binary=argv[0], log=str(log), marker=marker)
 
 
-def is_ours(pid: int, binary: str) -> bool:
-    """True if ``pid`` is alive and still runs ``binary`` (guards against reused pids)."""
+def is_ours(pid: int, binary: str, marker: str = "") -> bool:
+    """True if ``pid`` is alive and still runs ``binary`` (guards against reused pids), with
+    ``marker`` in its command line when one is given."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     except OSError:
         return False
-    stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     zombie = stat.rsplit(")", 1)[-1].split()[0] == "Z"
-    return not zombie and exe.removesuffix(" (deleted)") == os.path.realpath(binary)
+    same = exe.removesuffix(" (deleted)") == os.path.realpath(binary)
+    return not zombie and same and marker in cmdline
 
 
-def stop(pid: int, binary: str, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+def stop(
+    pid: int, binary: str, grace_seconds: float = STOP_GRACE_SECONDS, marker: str = ""
+) -> None:
     """SIGTERM the process group, then SIGKILL after the grace period."""
-    if not is_ours(pid, binary):
+    if not is_ours(pid, binary, marker):
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_seconds
     while time.monotonic() < deadline:
-        if not is_ours(pid, binary):
+        if not is_ours(pid, binary, marker):
             _reap(pid)
             return
         time.sleep(0.1)

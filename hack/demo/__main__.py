@@ -1,0 +1,201 @@
+"""``make demo``: a simulated GPU cluster on the local control plane, with fabricfit at work.
+
+Builds (or reuses) the control-plane binaries, starts (or reuses) the local control plane,
+creates fake DGX nodes with topology labels and other tenants' pods, applies the CRDs, starts
+the operator, submits training jobs with their TrainingTopologies, waits until kube-scheduler has
+bound every pod, then prints per job where its pods run and what the cost model predicts for
+that placement against the lower bound and a naive spread, and writes one SVG of every job's
+placement. The cluster keeps running; ``make demo-down`` stops it (operator included).
+Options are environment variables: see ``python -m demo --help`` (or ``demo/options.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from demo import kube, report, workloads
+from demo.baseline import JobView, view_job
+from demo.options import HELP, OptionError, Options, from_env
+from devcluster import binaries, cluster, fakenodes
+from devcluster.processes import ClusterError
+from fabricfit.api.models import TrainingTopologySpec
+
+STEPS = 9
+NAIVE_NOTE = (
+    "Per job: where kube-scheduler bound each pod (fabricfit pinned them), and the step\n"
+    "communication the cost model predicts for it, next to a naive spread of the same job on\n"
+    "the same free GPUs (pod k on the k-th rail group in turn, least allocated node first, as a\n"
+    "topology-blind scheduler spreads pods) priced by the same model."
+)
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.count = 0
+
+    def step(self, message: str) -> None:
+        self.count += 1
+        print(f"==> [{self.count}/{STEPS}] {message}  ({self.elapsed()})", flush=True)
+
+    def say(self, message: str) -> None:
+        print(f"    {message}", flush=True)
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.1f} s"
+
+
+def plan_inputs(
+    options: Options,
+) -> tuple[list[dict[str, Any]], list[workloads.TenantPod], tuple[workloads.DemoJob, ...]]:
+    """Nodes, tenants and jobs for ``options``; OptionError when the jobs cannot fit."""
+    manifests = fakenodes.node_manifests(options.fake_fabric())
+    names = [str(m["metadata"]["name"]) for m in manifests]
+    tenants = workloads.plan_tenants(names, options.tenant_share, options.seed)
+    free = workloads.free_whole_nodes(names, tenants)
+    jobs = workloads.choose_jobs(options.jobs, free)
+    need = workloads.nodes_needed(jobs)
+    if free < need:
+        raise OptionError(
+            f"the demo jobs need {need} nodes' worth of GPUs but only {free} of {len(names)} "
+            "nodes are free of other tenants; raise FABRICFIT_DEMO_NODES or lower "
+            "FABRICFIT_DEMO_TENANT_SHARE"
+        )
+    return manifests, tenants, jobs
+
+
+def run(options: Options, progress: Progress) -> int:
+    manifests, tenants, jobs = plan_inputs(options)
+    progress.step("control-plane binaries (hack/cluster build)")
+    subprocess.run([str(kube.ROOT / "hack" / "cluster"), "build"], check=True)
+    progress.step("local control plane")
+    state = cluster.up(binaries.require(), progress.say)
+    kubectl = [str(binaries.locate().kubectl), f"--kubeconfig={state.kubeconfig}"]
+    clients = kube.Clients.connect(state.kubeconfig)
+    progress.step("TrainingTopology CRD (kubectl apply -f crds/)")
+    kube.apply_crds(kubectl)
+    progress.step("clean slate: stop an earlier demo operator, recreate the demo namespaces")
+    if cluster.detach(state, kube.OPERATOR):
+        progress.say("stopped the operator of an earlier run")
+    for namespace in (kube.JOBS_NAMESPACE, kube.TENANTS_NAMESPACE):
+        kube.reset_namespace(clients, namespace)
+    fabric = options.fake_fabric()
+    progress.step(
+        f"{fabric.node_count} fake {options.fabric} nodes: {options.spines} spines × "
+        f"{options.rail_groups} rail groups × {options.nodes} nodes, racks of "
+        f"{options.rack_size}, {options.scheme} labels"
+    )
+    created, kept = kube.ensure_nodes(clients, manifests)
+    progress.say(f"{created} created, {kept} kept from an earlier run; all Ready")
+    held = sum(t.gpus for t in tenants)
+    progress.step(
+        f"other tenants: {len(tenants)} pods holding {held} of {fabric.node_count * 8} GPUs "
+        f"on {len({t.node for t in tenants})} nodes (seed {options.seed})"
+    )
+    kube.create_tenants(clients, tenants)
+    progress.step("fabricfit operator (fabricfit run --standalone)")
+    operator, metrics_url = kube.start_operator(state)
+    progress.say(f"pid {operator.pid}, log {operator.log}")
+    progress.step(f"submitting {len(jobs)} training jobs and waiting for kube-scheduler")
+    statuses = {}
+    for job in jobs:
+        topology = workloads.topology_manifest(job, options.fabric, options.scheme)
+        kube.submit(clients, job, topology)
+        nodes = kube.wait_bound(clients, job)
+        statuses[job.name] = kube.wait_status(clients, job)
+        progress.say(f"{job.name}: {job.pods} pods bound on {len(set(nodes))} nodes")
+    progress.step("reading the cluster back and pricing each placement")
+    views = build_views(clients, jobs, statuses)
+    print()
+    print(NAIVE_NOTE)
+    print()
+    for job, view in zip(jobs, views, strict=True):
+        print("\n".join(report.job_lines(job, view)))
+        print()
+    svg_path = Path(options.svg) if options.svg else Path(state.directory) / "demo-placement.svg"
+    svg_path.parent.mkdir(parents=True, exist_ok=True)
+    heading = (
+        f"fabricfit demo — {fabric.node_count} {options.fabric} nodes ({options.spines} spines × "
+        f"{options.rail_groups} rail groups × {options.nodes}), {options.scheme} labels, "
+        f"{held} GPUs held by other tenants"
+    )
+    svg_path.write_text(report.build_demo_svg(jobs, views, heading))
+    print(f"SVG of every job's placement: {svg_path}")
+    print_epilogue(state, kubectl[0], metrics_url, operator.log, progress)
+    return 0
+
+
+def build_views(
+    clients: kube.Clients, jobs: Sequence[workloads.DemoJob], statuses: dict[str, dict[str, Any]]
+) -> list[JobView]:
+    nodes, pods = kube.read_cluster(clients)
+    views = []
+    for position, job in enumerate(jobs):
+        bound = kube.bound_nodes(clients, job)
+        if bound is None:
+            raise kube.DemoError(f"{job.name}: pods are no longer all bound")
+        tt = statuses[job.name]
+        spec = TrainingTopologySpec.model_validate(tt["spec"])
+        status: dict[str, Any] = dict(tt.get("status") or {})
+        planned = [p["node"] for p in sorted(status["pods"], key=lambda p: p["index"])]
+        if planned != bound:
+            raise kube.DemoError(f"{job.name}: pods are not where the operator planned them")
+        later = [j.name for j in jobs[position + 1 :]]
+        views.append(
+            view_job(job.name, kube.JOBS_NAMESPACE, spec, status, bound, nodes, pods, later)
+        )
+    return views
+
+
+def print_epilogue(
+    state: cluster.State, kubectl: str, metrics_url: str, log: str, progress: Progress
+) -> None:
+    print(f"demo ready in {progress.elapsed()}. The cluster keeps running; look around:")
+    print(f"  KUBECONFIG={state.kubeconfig} {kubectl} get tt -n {kube.JOBS_NAMESPACE}")
+    print(f"  KUBECONFIG={state.kubeconfig} {kubectl} get pods -n {kube.JOBS_NAMESPACE} -o wide")
+    print(f"  curl -s {metrics_url} | grep '^fabricfit_'")
+    print(f"  operator log: {log}")
+    print("Stop it: make demo-down   (or hack/cluster down)")
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(HELP, end="")
+        return 0
+    if argv:
+        print(
+            f"demo: unexpected argument {argv[0]!r} "
+            "(options are environment variables; see --help)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        options = from_env()
+        progress = Progress()
+        return run(options, progress)
+    except OptionError as err:
+        print(f"demo: {err}", file=sys.stderr)
+        return 2
+    except (kube.DemoError, ClusterError, TimeoutError) as err:
+        print(f"demo: {err}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as err:
+        print(
+            f"demo: {' '.join(map(str, err.cmd))} failed (exit {err.returncode})", file=sys.stderr
+        )
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "demo: interrupted (the cluster is left as it is; make demo-down stops it)",
+            file=sys.stderr,
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,126 @@
+"""What the demo prints per job, and the one SVG that shows every job's placement.
+
+Pure: :class:`~demo.baseline.JobView` values in, lines and an SVG string out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from xml.sax.saxutils import escape
+
+from demo.baseline import JobView
+from demo.workloads import DemoJob
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement import PlacementDecision
+from fabricfit.placement.layout import GROUP_KINDS
+from fabricfit.render.summary import format_seconds
+from fabricfit.render.svg import build_svg
+
+INDENT = "  "
+PANEL_GAP_PX = 16
+HEADER_PX = 44
+
+
+def _short(place_id: str | None) -> str:
+    """``spine-0/rg-1/rack-3`` → ``rack-3`` (ids are qualified by their parents)."""
+    return place_id.rsplit("/", 1)[-1] if place_id else "-"
+
+
+def rail_groups_used(decision: PlacementDecision, snapshot: ClusterSnapshot) -> str:
+    counts = Counter(_short(snapshot.node(n).place.rail_group) for n in decision.pods)
+    return ", ".join(f"{group} ×{count}" for group, count in sorted(counts.items()))
+
+
+def job_lines(job: DemoJob, view: JobView) -> list[str]:
+    planned, naive, snapshot = view.planned, view.naive, view.snapshot
+    lines = [
+        f"job {job.name}: {job.kind}, {job.shape}, {job.world_size} GPUs in {job.pods} pods "
+        f"(fabric {planned.fabric})",
+        f"{INDENT}{'pod':>5}    {'node':<18} {'spine':<10} {'rail group':<11} rack",
+    ]
+    for index, node in enumerate(planned.pods):
+        place = snapshot.node(node).place
+        lines.append(
+            f"{INDENT}pod {index:>2} -> {node:<18} {_short(place.spine):<10} "
+            f"{_short(place.rail_group):<11} {_short(place.rack)}"
+        )
+    lines.append(f"{INDENT}rail groups used: {rail_groups_used(planned, snapshot)}")
+    if naive is not None:
+        lines.append(f"{INDENT}naive spread would use: {rail_groups_used(naive, snapshot)}")
+    lines.extend(_times(planned, naive))
+    return lines
+
+
+def _times(planned: PlacementDecision, naive: PlacementDecision | None) -> list[str]:
+    assert planned.predicted is not None
+    mine, theirs = planned.predicted, naive.predicted if naive is not None else None
+    lines = [f"{INDENT}step communication   {'fabricfit':>12} {'naive spread':>13}"]
+    for kind in GROUP_KINDS:
+        a = mine.by_dimension.get(kind, 0.0)
+        b = theirs.by_dimension.get(kind, 0.0) if theirs is not None else 0.0
+        if a or b:
+            lines.append(f"{INDENT}  {kind:<18} {format_seconds(a):>12} {_fmt(b, theirs):>13}")
+    total = theirs.step_comm_seconds if theirs is not None else 0.0
+    lines.append(
+        f"{INDENT}  {'total per step':<18} {format_seconds(mine.step_comm_seconds):>12} "
+        f"{_fmt(total, theirs):>13}"
+    )
+    lower = planned.lower_bound.step_comm_seconds if planned.lower_bound is not None else 0.0
+    verdict = (
+        f"naive spread is {total / mine.step_comm_seconds:.2f}× the communication time"
+        if theirs is not None and mine.step_comm_seconds > 0
+        else "naive spread: the free nodes cannot hold the job"
+    )
+    lines.append(
+        f"{INDENT}lower bound {format_seconds(lower)}; fabricfit reaches "
+        f"{planned.efficiency:.1%} of it; {verdict}"
+    )
+    return lines
+
+
+def _fmt(seconds: float, times: object) -> str:
+    return format_seconds(seconds) if times is not None else "n/a"
+
+
+def panel_title(job: DemoJob, view: JobView) -> str:
+    assert view.planned.predicted is not None
+    title = (
+        f"{job.name} — {job.shape} ({job.kind}): "
+        f"step communication {format_seconds(view.planned.predicted.step_comm_seconds)}"
+    )
+    if view.naive is not None and view.naive.predicted is not None:
+        title += f" vs {format_seconds(view.naive.predicted.step_comm_seconds)} naive spread"
+    return title
+
+
+def build_demo_svg(jobs: Sequence[DemoJob], views: Sequence[JobView], heading: str) -> str:
+    """One SVG document: a heading, then each job's placement view (``build_svg``) stacked."""
+    panels: list[str] = []
+    y = float(HEADER_PX)
+    width = 0.0
+    for job, view in zip(jobs, views, strict=True):
+        doc = build_svg(view.planned, view.snapshot, title=panel_title(job, view))
+        size = re.search(r'width="([\d.]+)" height="([\d.]+)"', doc)
+        assert size is not None
+        panels.append(doc.replace("<svg ", f'<svg x="0" y="{y:.0f}" ', 1))
+        width = max(width, float(size.group(1)))
+        y += float(size.group(2)) + PANEL_GAP_PX
+    names = ", ".join(job.name for job in jobs)
+    return "\n".join(
+        [
+            '<?xml version="1.0" encoding="UTF-8"?>',
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
+            f'viewBox="0 0 {width:.0f} {y:.0f}">',
+            f"<title>{escape(f'fabricfit demo: {names}')}</title>",
+            f'<text x="10" y="22" style="font:bold 17px Helvetica,Arial,sans-serif">'
+            f"{escape(heading)}</text>",
+            f'<text x="10" y="38" style="font:11px Helvetica,Arial,sans-serif">'
+            f"{escape(f'jobs: {names} (one panel each, the cluster as the operator saw it then)')}"
+            "</text>",
+            *panels,
+            "</svg>",
+            "",
+        ]
+    )

@@ -1,0 +1,205 @@
+"""What the demo submits: training jobs with their TrainingTopologies, and other tenants' pods.
+
+Pure: specs in, manifests out. The tenants' layout is pseudo-random with a fixed seed, so every
+run with the same options shows the same cluster.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+POOL_LABEL = "fabricfit.dev/pool"
+POOL = "demo"
+GPUS_PER_NODE = 8
+GPU = "nvidia.com/gpu"
+TEAMS = ("vision", "speech", "search", "ads", "infer", "rl")
+
+
+@dataclass(frozen=True)
+class DemoJob:
+    name: str
+    kind: str  # a few words for the reader
+    parallelism: dict[str, int]
+    model: dict[str, int] = field(default_factory=dict)
+    gpus_per_pod: int = GPUS_PER_NODE
+
+    @property
+    def world_size(self) -> int:
+        p = self.parallelism
+        return p.get("tensor", 1) * p.get("pipeline", 1) * p.get("data", 1) * p.get("context", 1)
+
+    @property
+    def pods(self) -> int:
+        return self.world_size // self.gpus_per_pod
+
+    @property
+    def shape(self) -> str:
+        short = {"tensor": "TP", "pipeline": "PP", "data": "DP", "expert": "EP", "context": "CP"}
+        return "·".join(f"{short[k]}{v}" for k, v in self.parallelism.items() if v > 1)
+
+
+STANDARD = (
+    DemoJob(
+        "llama-70b",
+        "dense pre-training",
+        {"tensor": 8, "pipeline": 4, "data": 4},
+        {"parameters": 70_000_000_000, "hiddenSize": 8192, "layers": 80, "sequenceLength": 4096,
+         "microBatchSize": 1, "microBatches": 16, "bytesPerElement": 2, "zeroStage": 1},
+    ),
+    DemoJob(
+        "mixtral-8x22b",
+        "mixture of experts, expert parallel",
+        {"tensor": 2, "pipeline": 4, "data": 8, "expert": 8},
+        {"parameters": 141_000_000_000, "hiddenSize": 6144, "layers": 56, "sequenceLength": 4096,
+         "microBatchSize": 1, "microBatches": 32, "bytesPerElement": 2, "experts": 8, "topK": 2,
+         "zeroStage": 1},
+
+        gpus_per_pod=4,
+    ),
+    DemoJob(
+        "llama-8b-finetune",
+        "fine-tune, ZeRO-3",
+        {"tensor": 4, "data": 4},
+        {"parameters": 8_000_000_000, "hiddenSize": 4096, "layers": 32, "sequenceLength": 8192,
+         "microBatches": 4, "zeroStage": 3},
+        gpus_per_pod=4,
+    ),
+)  # fmt: skip
+
+SMALL = (
+    DemoJob(
+        "llama-13b",
+        "dense pre-training",
+        {"tensor": 8, "pipeline": 2, "data": 2},
+        {"parameters": 13_000_000_000, "hiddenSize": 5120, "layers": 40, "sequenceLength": 4096,
+         "microBatchSize": 1, "microBatches": 8, "bytesPerElement": 2, "zeroStage": 1},
+    ),
+    DemoJob(
+        "mixtral-8x7b",
+        "mixture of experts, expert parallel",
+        {"tensor": 2, "data": 8, "expert": 4},
+        {"parameters": 47_000_000_000, "hiddenSize": 4096, "layers": 32, "sequenceLength": 4096,
+         "microBatchSize": 1, "microBatches": 8, "bytesPerElement": 2, "experts": 8, "topK": 2,
+         "zeroStage": 1},
+
+        gpus_per_pod=4,
+    ),
+)  # fmt: skip
+
+JOB_SETS = {"standard": STANDARD, "small": SMALL}
+
+
+def nodes_needed(jobs: Sequence[DemoJob]) -> int:
+    """Whole nodes' worth of GPUs the jobs take."""
+    return -(-sum(job.world_size for job in jobs) // GPUS_PER_NODE)
+
+
+def choose_jobs(job_set: str, free_nodes: int) -> tuple[DemoJob, ...]:
+    """The jobs to run: ``job_set``, or under ``auto`` the largest set that fits."""
+    if job_set != "auto":
+        return JOB_SETS[job_set]
+    if free_nodes >= nodes_needed(STANDARD):
+        return STANDARD
+    return SMALL
+
+
+@dataclass(frozen=True)
+class TenantPod:
+    name: str
+    node: str
+    gpus: int
+
+
+def plan_tenants(nodes: Sequence[str], share: float, seed: int) -> list[TenantPod]:
+    """Other tenants' pods taking about ``share`` of the GPUs: whole nodes (other teams'
+    training jobs) and slices of nodes (inference, notebooks), at seeded random places."""
+    rng = random.Random(seed)
+    target = round(share * len(nodes) * GPUS_PER_NODE)
+    order = rng.sample(list(nodes), len(nodes))
+    pods: list[TenantPod] = []
+    taken = 0
+    for node in order:
+        remaining = target - taken
+        if remaining <= 0:
+            break
+        if remaining >= GPUS_PER_NODE and rng.random() < 0.55:
+            sizes = [GPUS_PER_NODE]
+        else:
+            sizes = _slices(min(remaining, rng.randint(1, 6)), rng)
+        for gpus in sizes:
+            team = rng.choice(TEAMS)
+            pods.append(TenantPod(f"{team}-{len(pods):03d}", node, gpus))
+        taken += sum(sizes)
+    return pods
+
+
+def _slices(gpus: int, rng: random.Random) -> list[int]:
+    sizes: list[int] = []
+    while gpus > 0:
+        size = rng.choice([s for s in (1, 2, 4) if s <= gpus])
+        sizes.append(size)
+        gpus -= size
+    return sizes
+
+
+def free_whole_nodes(nodes: Sequence[str], tenants: Sequence[TenantPod]) -> int:
+    busy = {t.node for t in tenants}
+    return sum(1 for n in nodes if n not in busy)
+
+
+def tenant_manifest(pod: TenantPod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod.name, "labels": {"app": pod.name.split("-")[0]}},
+        "spec": {
+            "nodeName": pod.node,
+            "containers": [{"name": "work", "image": "example.invalid/tenant:1",
+                            "resources": {"limits": {GPU: str(pod.gpus)}}}],
+        },
+    }  # fmt: skip
+
+
+def job_manifest(job: DemoJob) -> dict[str, Any]:
+    """A suspended Indexed Job: fabricfit plans, pins and unsuspends it."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job.name, "labels": {"app.kubernetes.io/part-of": "fabricfit-demo"}},
+        "spec": {
+            "suspend": True,
+            "completionMode": "Indexed",
+            "completions": job.pods,
+            "parallelism": job.pods,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {POOL_LABEL: POOL},
+                    "containers": [{"name": "train", "image": "example.invalid/train:1",
+                                    "resources": {"limits": {GPU: str(job.gpus_per_pod)}}}],
+                }
+            },
+        },
+    }  # fmt: skip
+
+
+def topology_manifest(job: DemoJob, fabric: str, scheme: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "fabricfit.dev/v1alpha1",
+        "kind": "TrainingTopology",
+        "metadata": {"name": job.name},
+        "spec": {
+            "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": job.name},
+            "gpusPerPod": job.gpus_per_pod,
+            "parallelism": dict(job.parallelism),
+            "rankOrder": "tp-cp-ep-dp-pp",
+            "model": dict(job.model),
+            "fabric": fabric,
+            "labelScheme": scheme,
+            "placement": {"mode": "pinned", "tensor": "Required", "data": "Preferred"},
+        },
+    }
