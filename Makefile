@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench crd clean
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench crd deploy tools clean
 
 venv: $(STAMP)
 
@@ -15,23 +15,27 @@ $(STAMP): pyproject.toml hack/constraints.txt
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
+# System tools the tests run for real: promtool and prometheus (Debian package, pinned).
+tools:
+	hack/tools.sh
+
 lint: venv
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
 
-unit: venv
+unit: venv cluster-build tools
 	$(BIN)/pytest -m "not e2e and not slow" -q
 
 cluster-build:
 	hack/cluster build
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
-e2e: venv cluster-build
+e2e: venv cluster-build tools
 	$(BIN)/pytest -m "e2e and not slow" -q
 
 # Everything: lint, unit and e2e tests. This is the README's test command and what CI runs.
-test: venv cluster-build
+test: venv cluster-build tools
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
@@ -59,6 +63,11 @@ bench: venv
 
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml
+	cp crds/trainingtopologies.fabricfit.dev.yaml charts/fabricfit/crds/
+
+# Plain manifests for users without helm, rendered from the chart (a test checks they match).
+deploy: cluster-build
+	hack/render-deploy.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
