@@ -22,7 +22,13 @@ class Parser(argparse.ArgumentParser):
         fail(f"{self.prog}: {message}")
 
 
+def one_line(message: str) -> str:
+    """``message`` on one line: every line break (``\\r``, ``\\v``, U+2028… — user input such
+    as a YAML key can carry any of them) becomes a space."""
+    return " ".join(message.splitlines()).strip()
+
+
 def fail(message: str) -> NoReturn:
     """Print one line to stderr and exit with the usage-error code."""
-    print(message.replace("\n", " ").strip(), file=sys.stderr)
+    print(one_line(message), file=sys.stderr)
     raise SystemExit(EXIT_USAGE)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from fabricfit import __version__
-from fabricfit.cli.common import EXIT_USAGE, Parser, UsageError
+from fabricfit.cli.common import EXIT_USAGE, Parser, UsageError, one_line
 
 SUBCOMMANDS: dict[str, str] = {
     "run": "start the operator (kopf) against the current cluster",
@@ -46,6 +46,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = module.execute(parsed_sub)
     except UsageError as err:
-        print(f"fabricfit {name}: {err}", file=sys.stderr)
+        print(one_line(f"fabricfit {name}: {err}"), file=sys.stderr)
         return EXIT_USAGE
     return code
