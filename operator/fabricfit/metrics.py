@@ -72,7 +72,7 @@ class ApiRequestCollector(Collector):
             "(0: no response).",
             labels=["verb", "resource", "code"],
         )
-        for (verb, resource, code), count in sorted((self._counts() or {}).items()):
+        for (verb, resource, code), count in sorted(_snapshot(self._counts() or {}).items()):
             family.add_metric([verb, resource, str(code)], count)
         yield family
 
@@ -173,7 +173,8 @@ class OperatorMetrics:
     def _define_activity_metrics(self) -> None:
         self.plans = Counter(
             "fabricfit_plans",
-            "Plans made (result=placed) or failed (result=failed), by the Planned reason.",
+            "Plans made (result=made: a new or changed plan written) or failed "
+            "(result=failed: Planned turned False), by the Planned reason.",
             ["result", "reason"],
             registry=self.registry,
         )
@@ -292,6 +293,16 @@ class OperatorMetrics:
     def serve(self, port: int, address: str = "0.0.0.0") -> Any:
         """Start the /metrics HTTP server in a daemon thread; returns (server, thread)."""
         return start_http_server(port, addr=address, registry=self.registry)
+
+
+def _snapshot(counts: RequestCounts) -> dict[tuple[str, str, int], int]:
+    """A copy of a counter the event loop may grow while the HTTP thread scrapes it."""
+    for _ in range(3):
+        try:
+            return dict(counts)
+        except RuntimeError:  # "dictionary changed size during iteration"
+            continue
+    return {}
 
 
 def _set_or_remove(gauge: Gauge, job: tuple[str, str], value: Any) -> None:

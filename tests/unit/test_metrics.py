@@ -60,7 +60,7 @@ def filled_metrics() -> OperatorMetrics:
     metrics.set_version("0.1.0")
     metrics.set_job(JOB, STATUS)
     metrics.set_quality(JOB, PlanQuality(4, 1, 8, 2, 1.5e9), {"tensor": 4, "data": 8})
-    metrics.count_plan("placed", "Planned")
+    metrics.count_plan("made", "Planned")
     metrics.count_plan("failed", "InsufficientGPUs")
     metrics.count_pins(2)
     metrics.observe_placed("uid-1", 12.0)
@@ -271,7 +271,7 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
     )
     observer.after_reconcile(_body(), outcome, _views)
     observer.after_reconcile(_body(same_rg), Outcome(status=same_rg), _views)  # resync
-    assert value(metrics, "fabricfit_plans_total", result="placed", reason="Planned") == 1
+    assert value(metrics, "fabricfit_plans_total", result="made", reason="Planned") == 1
     assert value(metrics, "fabricfit_pods_pinned_total") == 2
     assert value(metrics, "fabricfit_time_to_placed_seconds_count") == 1
     job = {"namespace": JOB[0], "name": JOB[1]}
@@ -280,7 +280,7 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
 
     moved = _placed_status(["m-s0-g0-n0000", "m-s0-g1-n0016"])
     observer.after_reconcile(_body(same_rg), Outcome(status=moved), _views)
-    assert value(metrics, "fabricfit_plans_total", result="placed", reason="Planned") == 2
+    assert value(metrics, "fabricfit_plans_total", result="made", reason="Planned") == 2
     assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == 8
     assert (value(metrics, "fabricfit_step_spine_crossing_bytes", **job) or 0) > 0
 

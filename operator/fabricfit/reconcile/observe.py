@@ -81,7 +81,7 @@ class Observer:
         after = planned_nodes(outcome.status)
         self.metrics.count_pins(outcome.pinned)
         if after and after != before:
-            self.metrics.count_plan("placed", _reason(outcome.status, "Planned") or "Planned")
+            self.metrics.count_plan("made", _reason(outcome.status, "Planned") or "Planned")
         for t in outcome.transitions:
             if t.type == "Planned" and t.status == "False":
                 self.metrics.count_plan("failed", t.reason)

@@ -167,3 +167,90 @@ def test_dashboard_config_map_holds_the_file_verbatim(values: Path | None) -> No
     (config_map,) = [o for o in render(values) if o["kind"] == "ConfigMap"]
     text = config_map["data"]["fabricfit.json"]
     assert text.strip() == (CHART / "files" / "dashboards" / "fabricfit.json").read_text().strip()
+
+
+def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
+    """The alerts fire on the series they are about (promtool test rules), and only then."""
+    groups = rule_groups(render(MONITORING))
+    summaries = {r["alert"]: r["annotations"]["summary"] for g in groups for r in groups_rules(g)}
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": groups}))
+    job = 'namespace="team-a", name="llama"'
+    failed = 'fabricfit_plans_total{result="failed", reason="InsufficientGPUs"}'
+
+    def fires(alert: str, labels: dict[str, str], description: str) -> dict[str, Any]:
+        annotations = {"summary": summaries[alert], "description": description}
+        return {
+            "eval_time": "50m",
+            "alertname": alert,
+            "exp_alerts": [{"exp_labels": labels, "exp_annotations": annotations}],
+        }
+
+    def silent(alert: str) -> dict[str, Any]:
+        return {"eval_time": "50m", "alertname": alert, "exp_alerts": []}
+
+    tests = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": failed, "values": "0+1x60"},
+                    {
+                        "series": f"fabricfit_placement_efficiency_ratio{{{job}}}",
+                        "values": "0.5x60",
+                    },
+                    {
+                        "series": f"fabricfit_tensor_groups_crossing_nvlink_domain{{{job}}}",
+                        "values": "0x60",
+                    },
+                    {"series": 'fabricfit_build_info{version="0.1.0"}', "values": "1x60"},
+                ],
+                "alert_rule_test": [
+                    fires(
+                        "FabricfitPlacementsFailing",
+                        {"severity": "warning", "reason": "InsufficientGPUs"},
+                        "Plans failed (InsufficientGPUs) in the last 30 minutes and none "
+                        "succeeded.",
+                    ),
+                    fires(
+                        "FabricfitLowPlacementEfficiency",
+                        {"severity": "info", "namespace": "team-a", "name": "llama"},
+                        "TrainingTopology team-a/llama has placement efficiency 50%.",
+                    ),
+                    silent("FabricfitTensorGroupsOffNVLink"),
+                    silent("FabricfitMetricsAbsent"),
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": failed, "values": "0+1x60"},
+                    {
+                        "series": 'fabricfit_plans_total{result="made", reason="Planned"}',
+                        "values": "0+1x60",
+                    },
+                ],
+                "alert_rule_test": [
+                    silent("FabricfitPlacementsFailing"),
+                    fires(
+                        "FabricfitMetricsAbsent",
+                        {"severity": "warning"},
+                        "The fabricfit_build_info series is absent; the operator is down or not "
+                        "scraped.",
+                    ),
+                ],
+            },
+        ],
+    }
+    path = tmp_path / "tests.yaml"
+    path.write_text(yaml.safe_dump(tests))
+    result = subprocess.run(
+        [promtool(), "test", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def groups_rules(group: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(group["rules"])
