@@ -79,7 +79,7 @@ def run(options: Options, progress: Progress) -> int:
     clients = kube.Clients.connect(state.kubeconfig)
     progress.step("TrainingTopology CRD (kubectl apply -f crds/)")
     kube.apply_crds(kubectl)
-    progress.step("clean slate: stop an earlier demo operator, recreate the demo namespaces")
+    progress.step("clean slate: stop an earlier demo operator, empty the demo namespaces")
     if cluster.detach(state, kube.OPERATOR):
         progress.say("stopped the operator of an earlier run")
     for namespace in (kube.JOBS_NAMESPACE, kube.TENANTS_NAMESPACE):
@@ -119,12 +119,13 @@ def run(options: Options, progress: Progress) -> int:
         print()
     svg_path = Path(options.svg) if options.svg else Path(state.directory) / "demo-placement.svg"
     svg_path.parent.mkdir(parents=True, exist_ok=True)
-    heading = (
-        f"fabricfit demo — {fabric.node_count} {options.fabric} nodes ({options.spines} spines × "
-        f"{options.rail_groups} rail groups × {options.nodes}), {options.scheme} labels, "
-        f"{held} GPUs held by other tenants"
+    heading = f"fabricfit demo: {', '.join(job.name for job in jobs)}"
+    detail = (
+        f"{fabric.node_count} {options.fabric} nodes ({options.spines} spines × "
+        f"{options.rail_groups} rail groups × {options.nodes}, {options.scheme} labels), "
+        f"{held} GPUs held by other tenants; one panel per job, as the operator saw the cluster"
     )
-    svg_path.write_text(report.build_demo_svg(jobs, views, heading))
+    svg_path.write_text(report.build_demo_svg(jobs, views, heading, detail))
     print(f"SVG of every job's placement: {svg_path}")
     print_epilogue(state, kubectl[0], metrics_url, operator.log, progress)
     return 0

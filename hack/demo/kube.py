@@ -77,26 +77,30 @@ def apply_crds(kubectl: Sequence[str]) -> None:
 
 
 def reset_namespace(c: Clients, name: str) -> None:
-    """Delete ``name`` with everything in it (if present) and create it empty."""
-    from kubernetes.client.exceptions import ApiException
+    """Make ``name`` exist and hold no topologies, jobs or pods (those of an earlier run)."""
+    if not _namespace_exists(c, name):
+        labels = {"fabricfit.dev/demo": "true"}
+        c.core.create_namespace({"metadata": {"name": name, "labels": labels}})
+        _poll(lambda: _has_service_account(c, name), 60, f"the default ServiceAccount of {name}")
+        return
+    # Topologies of an earlier run may carry the operator's finalizer; their jobs go too, so
+    # there is nothing to release: drop it rather than depend on an operator running.
+    for item in c.custom.list_namespaced_custom_object(*TT[:2], name, TT[2])["items"]:
+        patch = {"metadata": {"finalizers": None}}
+        c.custom.patch_namespaced_custom_object(
+            *TT[:2], name, TT[2], item["metadata"]["name"], patch
+        )
+    c.custom.delete_collection_namespaced_custom_object(*TT[:2], name, TT[2])
+    c.batch.delete_collection_namespaced_job(name, propagation_policy="Background")
 
-    if _namespace_exists(c, name):
-        # Topologies of an earlier run may carry the operator's finalizer; nothing is left to
-        # release once the whole namespace goes, so drop it instead of waiting for an operator.
-        for item in c.custom.list_namespaced_custom_object(*TT[:2], name, TT[2])["items"]:
-            patch = {"metadata": {"finalizers": None}}
-            c.custom.patch_namespaced_custom_object(
-                *TT[:2], name, TT[2], item["metadata"]["name"], patch
-            )
+    def empty() -> bool:
         c.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
-        try:
-            c.core.delete_namespace(name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-        _poll(lambda: not _namespace_exists(c, name), 120, f"namespace {name} to be deleted")
-    c.core.create_namespace({"metadata": {"name": name, "labels": {"fabricfit.dev/demo": "true"}}})
-    _poll(lambda: _has_service_account(c, name), 60, f"the default ServiceAccount of {name}")
+        jobs = c.batch.list_namespaced_job(name).items
+        pods = c.core.list_namespaced_pod(name).items
+        tts = c.custom.list_namespaced_custom_object(*TT[:2], name, TT[2])["items"]
+        return not (jobs or pods or tts)
+
+    _poll(empty, 120, f"namespace {name} to be emptied")
 
 
 def _namespace_exists(c: Clients, name: str) -> bool:

@@ -86,16 +86,15 @@ def _fmt(seconds: float, times: object) -> str:
 
 def panel_title(job: DemoJob, view: JobView) -> str:
     assert view.planned.predicted is not None
-    title = (
-        f"{job.name} — {job.shape} ({job.kind}): "
-        f"step communication {format_seconds(view.planned.predicted.step_comm_seconds)}"
-    )
+    title = f"{job.name} · {job.shape} · {format_seconds(view.planned.predicted.step_comm_seconds)}"
     if view.naive is not None and view.naive.predicted is not None:
-        title += f" vs {format_seconds(view.naive.predicted.step_comm_seconds)} naive spread"
+        title += f" (naive spread {format_seconds(view.naive.predicted.step_comm_seconds)})"
     return title
 
 
-def build_demo_svg(jobs: Sequence[DemoJob], views: Sequence[JobView], heading: str) -> str:
+def build_demo_svg(
+    jobs: Sequence[DemoJob], views: Sequence[JobView], heading: str, detail: str
+) -> str:
     """One SVG document: a heading, then each job's placement view (``build_svg``) stacked."""
     panels: list[str] = []
     y = float(HEADER_PX)
@@ -114,11 +113,10 @@ def build_demo_svg(jobs: Sequence[DemoJob], views: Sequence[JobView], heading: s
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
             f'viewBox="0 0 {width:.0f} {y:.0f}">',
             f"<title>{escape(f'fabricfit demo: {names}')}</title>",
-            f'<text x="10" y="22" style="font:bold 17px Helvetica,Arial,sans-serif">'
+            f'<text x="10" y="20" style="font:bold 16px Helvetica,Arial,sans-serif">'
             f"{escape(heading)}</text>",
-            f'<text x="10" y="38" style="font:11px Helvetica,Arial,sans-serif">'
-            f"{escape(f'jobs: {names} (one panel each, the cluster as the operator saw it then)')}"
-            "</text>",
+            f'<text x="10" y="36" style="font:11px Helvetica,Arial,sans-serif">'
+            f"{escape(detail)}</text>",
             *panels,
             "</svg>",
             "",
