@@ -12,16 +12,18 @@ neighbouring leaf domains of the same spine.
 
 A candidate is produced by choosing a *scope* (the smallest leaf domain that holds the whole
 job, the leaf domain that holds it on the fewest nodes, the smallest spine that does, or the
-whole cluster, each with the fewest leaf domains first), a slot *order* inside each leaf domain
-(node-major keeps pods of a unit or an expert group on one node; position-major puts pods one
-per node on the same GPU window, i.e. the same rails; dense fills the nodes with the most free
-windows first, so the job uses the fewest nodes), and a *packing* rule for blocks (best fit: the
-tightest leaf domain that holds the whole block; first fit: stay in the previous block's domain
-while it fits). A block that fits no leaf domain whole is split inside one spine if any spine
-holds it, over the leaf domains with the most room, and cut between *sub-blocks* (pods joined
-by tensor, context or expert groups) so that an expert group's all-to-all does not straddle a
-leaf boundary it could avoid. The search scores every distinct candidate with the cost model;
-this module never scores.
+whole cluster, each with the fewest leaf domains first; also that spine and the cluster as one
+pseudo-domain each, where packing pods onto the fewest nodes can beat keeping leaves, e.g.
+half-free nodes in one leaf whose GPU windows do not line up on the same rails), a slot *order*
+inside each leaf domain (node-major keeps pods of a unit or an expert group on one node;
+position-major puts pods one per node on the same GPU window, i.e. the same rails; dense fills
+the nodes with the most free windows first, so the job uses the fewest nodes), and a *packing*
+rule for blocks (best fit: the tightest leaf domain that holds the whole block; first fit: stay
+in the previous block's domain while it fits). A block that fits no leaf domain whole is split
+inside one spine if any spine holds it, over the leaf domains with the most room, and cut
+between *sub-blocks* (pods joined by tensor, context or expert groups) so that an expert
+group's all-to-all does not straddle a leaf boundary it could avoid. The search scores every
+distinct candidate with the cost model; this module never scores.
 """
 
 from __future__ import annotations
@@ -227,31 +229,62 @@ def pack_blocks(
     return tuple(packer.placed[p] for p in range(pods))
 
 
-def choose_scopes(
-    domains: Sequence[LeafDomain], units: int, unit_pods: int
-) -> list[tuple[str, tuple[LeafDomain, ...]]]:
+Scope = tuple[str, tuple[LeafDomain, ...]]
+
+
+def choose_scopes(domains: Sequence[LeafDomain], units: int, unit_pods: int) -> list[Scope]:
     """Scopes to search, narrowest first: one leaf domain, one spine, the whole cluster."""
     caps = {d.key: unit_capacity(d.slots, unit_pods) for d in domains}
-    scopes: list[tuple[str, tuple[LeafDomain, ...]]] = []
-    leaves = [d for d in domains if caps[d.key] >= units]
-    if leaves:
-        best = min(leaves, key=lambda d: (caps[d.key], d.key))
-        scopes.append((f"leaf {best.key}", (best,)))
-        densest = min(
-            leaves, key=lambda d: (nodes_needed(d, units * unit_pods), caps[d.key], d.key)
-        )
-        if densest is not best:
-            scopes.append((f"leaf {densest.key} (fewest nodes)", (densest,)))
     spines: dict[str, list[LeafDomain]] = {}
     for d in domains:
         spines.setdefault(d.spine, []).append(d)
-    fitting = [s for s, ds in spines.items() if sum(caps[d.key] for d in ds) >= units]
-    if fitting:
-        spine = min(fitting, key=lambda s: (sum(caps[d.key] for d in spines[s]), s))
-        scopes.append((f"spine {spine or '-'}", _fewest_first(spines[spine], caps)))
     spine_cap = {s: sum(caps[d.key] for d in ds) for s, ds in spines.items()}
     ordered = sorted(domains, key=lambda d: (-spine_cap[d.spine], d.spine, -caps[d.key], d.key))
+    scopes = _leaf_scopes(domains, caps, units, unit_pods)
+    scopes += _spine_scopes(spines, caps, spine_cap, units, unit_pods)
     scopes.append(("cluster", tuple(ordered)))
+    if len(ordered) > 1:
+        scopes.append(("cluster as one domain", (_merged(ordered),)))
+    return scopes
+
+
+def _leaf_scopes(
+    domains: Sequence[LeafDomain], caps: Mapping[str, int], units: int, unit_pods: int
+) -> list[Scope]:
+    """The tightest leaf domain that holds the job, and the one that holds it on fewest nodes."""
+    leaves = [d for d in domains if caps[d.key] >= units]
+    if not leaves:
+        return []
+    best = min(leaves, key=lambda d: (caps[d.key], d.key))
+    scopes: list[Scope] = [(f"leaf {best.key}", (best,))]
+    densest = min(leaves, key=lambda d: (nodes_needed(d, units * unit_pods), caps[d.key], d.key))
+    if densest is not best:
+        scopes.append((f"leaf {densest.key} (fewest nodes)", (densest,)))
+    return scopes
+
+
+def _spine_scopes(
+    spines: Mapping[str, list[LeafDomain]],
+    caps: Mapping[str, int],
+    spine_cap: Mapping[str, int],
+    units: int,
+    unit_pods: int,
+) -> list[Scope]:
+    """The tightest spine that holds the job (by leaf domains, and as one pseudo-domain), and
+    the spine that holds it on the fewest nodes (as one pseudo-domain)."""
+    fitting = [s for s in spines if spine_cap[s] >= units]
+    if not fitting:
+        return []
+    spine = min(fitting, key=lambda s: (spine_cap[s], s))
+    scopes: list[Scope] = [(f"spine {spine or '-'}", _fewest_first(spines[spine], caps))]
+    merged = {s: _merged(spines[s]) for s in fitting}
+    if len(spines[spine]) > 1:
+        scopes.append((f"spine {spine or '-'} as one domain", (merged[spine],)))
+    densest = min(
+        fitting, key=lambda s: (nodes_needed(merged[s], units * unit_pods), spine_cap[s], s)
+    )
+    if densest != spine:
+        scopes.append((f"spine {densest or '-'} (fewest nodes)", (merged[densest],)))
     return scopes
 
 
@@ -268,7 +301,15 @@ def nodes_needed(domain: LeafDomain, pods: int) -> int:
     return len(per_node) + 1
 
 
-def _fewest_first(domains: Sequence[LeafDomain], caps: dict[str, int]) -> tuple[LeafDomain, ...]:
+def _merged(domains: Sequence[LeafDomain]) -> LeafDomain:
+    """One pseudo leaf domain holding every slot of ``domains``: when the job must cross leaf
+    boundaries anyway, packing pods densely onto the fewest nodes can beat keeping leaves."""
+    first = domains[0]
+    slots = tuple(s for d in domains for s in d.slots)
+    return LeafDomain(key=f"{first.spine}|*", spine=first.spine, has_rails=False, slots=slots)
+
+
+def _fewest_first(domains: Sequence[LeafDomain], caps: Mapping[str, int]) -> tuple[LeafDomain, ...]:
     return tuple(sorted(domains, key=lambda d: (-caps[d.key], d.key)))
 
 
