@@ -7,9 +7,9 @@ a data-parallel group with one member on the wrong rail window, a pipeline neigh
 away. Hill climbing fixes that: try moving one single-pod unit to a free slot, or swapping two
 pods, keep the first move that improves the ``Scored.sort_key``, and start over, until no move
 improves or the evaluation budget is spent. Free slots are deduplicated by *signature* (leaf
-domain, rack, NVLink domain, GPU window and whether the node already hosts the job): slots that
-differ only in node name on otherwise identical empty nodes give the same score, so one
-representative each keeps the neighbourhood small. Everything iterates in fixed order, so the
+domain, rack, NVLink domain, GPU window, free windows on the node and whether the node already
+hosts the job): slots that differ only in node name give the same score, so one representative
+each keeps the neighbourhood small. Everything iterates in fixed order, so the
 result is deterministic.
 """
 
@@ -30,10 +30,10 @@ def default_move_budget(pods: int) -> int:
     return max(0, min(MAX_MOVE_EVALUATIONS, 2048 // pods - 8))
 
 
-def _signature(slot: PodSlot, job_nodes: set[str]) -> tuple[str, ...]:
+def _signature(slot: PodSlot, job_nodes: set[str], windows: int) -> tuple[str, ...]:
     host = slot.node if slot.node in job_nodes else "-"
     domain = slot.nvlink_domain if slot.nvlink_domain != slot.node else "-"
-    return (slot.leaf, slot.rack, domain, str(slot.gpus), host)
+    return (slot.leaf, slot.rack, domain, str(slot.gpus), host, str(windows))
 
 
 def free_representatives(
@@ -47,13 +47,17 @@ def free_representatives(
     job_spines = {s.spine for s in used}
     nearby = [d for d in domains if d.spine in job_spines]
     nearby.sort(key=lambda d: d.key not in job_leaves)
+    windows: dict[str, int] = {}
+    for domain in nearby:
+        for slot in domain.slots:
+            windows[slot.node] = windows.get(slot.node, 0) + 1
     seen: set[tuple[str, ...]] = set()
     reps: list[PodSlot] = []
     for domain in nearby:
         for slot in domain.slots:
             if slot in taken:
                 continue
-            sig = _signature(slot, job_nodes)
+            sig = _signature(slot, job_nodes, windows[slot.node])
             if sig not in seen:
                 seen.add(sig)
                 reps.append(slot)
