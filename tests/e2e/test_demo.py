@@ -168,3 +168,47 @@ def test_bad_options_are_one_line_and_exit_2(
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "state").exists()  # nothing started
+
+
+def test_tenants_are_seeded_and_take_their_share() -> None:
+    from demo import workloads
+
+    nodes = [f"n{i:02d}" for i in range(64)]
+    first = workloads.plan_tenants(nodes, 0.3, seed=7)
+    assert first == workloads.plan_tenants(nodes, 0.3, seed=7)
+    assert first != workloads.plan_tenants(nodes, 0.3, seed=8)
+    assert sum(p.gpus for p in first) == round(0.3 * 64 * 8)
+    per_node: dict[str, int] = {}
+    for pod in first:
+        per_node[pod.node] = per_node.get(pod.node, 0) + pod.gpus
+    assert max(per_node.values()) <= 8
+    assert any(v == 8 for v in per_node.values()) and any(v < 8 for v in per_node.values())
+    assert workloads.plan_tenants(nodes, 0.0, seed=7) == []
+
+
+def test_naive_spread_takes_rail_groups_in_turn_least_allocated_first() -> None:
+    from demo.baseline import naive_spread
+    from devcluster import fakenodes
+    from fabricfit.fabric.snapshot import build_snapshot
+
+    fabric = fakenodes.FakeFabric(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=2)
+    nodes = fakenodes.node_manifests(fabric)
+    for node in nodes:
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    half = {"resources": {"limits": {"nvidia.com/gpu": "4"}}}
+    busy = {
+        "metadata": {"name": "t", "namespace": "x"},
+        "status": {"phase": "Running"},
+        "spec": {"nodeName": "gpu-s0-g0-n0000", "containers": [half]},
+    }
+    snapshot = build_snapshot(nodes, [busy], scheme="native")
+    # Rail groups alternate spines (g0, g2, g1, g3); in g0 the empty node n0001 comes first.
+    assert naive_spread(snapshot, 5, 8) == [
+        "gpu-s0-g0-n0001",
+        "gpu-s1-g2-n0004",
+        "gpu-s0-g1-n0002",
+        "gpu-s1-g3-n0006",
+        "gpu-s1-g2-n0005",
+    ]
+    assert naive_spread(snapshot, 4, 4)[0] == "gpu-s0-g0-n0001"
+    assert naive_spread(snapshot, 8, 8) is None  # n0000 has half a node free: only 7 fit
