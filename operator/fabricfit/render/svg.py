@@ -193,15 +193,17 @@ def _ring_elements(
         node, gpu = points[0]
         rail = nodes[node].rail_of(gpu)
         offset = (index % 3 - 1) * 3
+        # visit members column by column, top to bottom: a rail-aligned ring is one straight line
+        route = sorted(points, key=lambda p: (*layout.rows[p[0]], p[1]))
         coords = " ".join(
             f"{x + GPU_PX / 2 + offset:.1f},{y + GPU_PX / 2:.1f}"
-            for x, y in (_gpu_xy(layout, n, g) for n, g in points)
+            for x, y in (_gpu_xy(layout, n, g) for n, g in route)
         )
         colour = RAIL_PALETTE[rail % len(RAIL_PALETTE)]
         out.append(
-            f'<polygon points="{coords}" class="ring" stroke="{colour}">'
+            f'<polyline points="{coords}" class="ring" stroke="{colour}">'
             f"<title>{escape(f'DP group {index} (rail {rail}): ranks {_list(group)}')}</title>"
-            "</polygon>"
+            "</polyline>"
         )
     return out
 

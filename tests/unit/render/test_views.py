@@ -87,7 +87,7 @@ def test_svg_is_well_formed_and_complete() -> None:
     assert classes.count("foreign") == 3 + 1  # n005's three + legend swatch
     assert classes.count("reserved") == 2 + 1
     assert classes.count("railgroup") == 2 and classes.count("spine") == 1
-    rings = root.findall(f".//{SVG}polygon")
+    rings = root.findall(f".//{SVG}polyline")
     assert len(rings) == len(decision.groups["data"])
     texts = "".join(t.text or "" for t in root.iter(f"{SVG}text"))
     assert "rail group s0/rg0" in texts and "rack s0/rg1/r0" in texts
@@ -97,7 +97,7 @@ def test_svg_rail_aligned_ring_is_vertical() -> None:
     snapshot = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=4)
     decision = _decision(["n000", "n001", "n002", "n003"], pipeline=1, data=4)
     root = ET.fromstring(build_svg(decision, snapshot))
-    for ring in root.findall(f".//{SVG}polygon"):
+    for ring in root.findall(f".//{SVG}polyline"):
         xs = {p.split(",")[0] for p in (ring.get("points") or "").split()}
         assert len(xs) == 1
 
