@@ -107,6 +107,21 @@ def unit_capacity(slots: Sequence[PodSlot], unit_pods: int) -> int:
     return sum(count // unit_pods for count in per_domain.values())
 
 
+class SlotOrders:
+    """Slot orders of leaf domains, computed once per candidate generation (keyed by domain
+    key, which is unique within one generation)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], tuple[PodSlot, ...]] = {}
+
+    def __call__(self, domain: LeafDomain, order: str) -> tuple[PodSlot, ...]:
+        key = (domain.key, order)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = ordered_slots(domain.slots, order)
+        return found
+
+
 class _Packer:
     """Mutable packing state for one candidate; slots are consumed, never shared."""
 
@@ -116,10 +131,11 @@ class _Packer:
         order: str,
         unit_pods: int,
         sub_of: Mapping[int, int],
+        orders: SlotOrders,
     ) -> None:
         self.domains = list(domains)
         self.sub_of = sub_of
-        self.free: list[list[PodSlot]] = [list(ordered_slots(d.slots, order)) for d in domains]
+        self.free: list[list[PodSlot]] = [list(orders(d, order)) for d in domains]
         self.unit_pods = unit_pods
         self.placed: dict[int, PodSlot] = {}
 
@@ -216,10 +232,11 @@ def pack_blocks(
     order: str,
     packing: str,
     sub_of: Mapping[int, int] | None = None,
+    orders: SlotOrders | None = None,
 ) -> Assignment | None:
     """Place every block in ``domains``; None when they do not hold the job."""
     unit_pods = max((len(u) for b in blocks for u in b), default=1)
-    packer = _Packer(domains, order, unit_pods, sub_of or {})
+    packer = _Packer(domains, order, unit_pods, sub_of or {}, orders or SlotOrders())
     previous: int | None = None
     for block in blocks:
         previous = packer.place_block(block, packing, previous)
@@ -244,7 +261,7 @@ def choose_scopes(domains: Sequence[LeafDomain], units: int, unit_pods: int) -> 
     scopes += _spine_scopes(spines, caps, spine_cap, units, unit_pods)
     scopes.append(("cluster", tuple(ordered)))
     if len(ordered) > 1:
-        scopes.append(("cluster as one domain", (_merged(ordered),)))
+        scopes.append(("cluster as one domain", (_merged(ordered, "*"),)))
     return scopes
 
 
@@ -277,7 +294,7 @@ def _spine_scopes(
         return []
     spine = min(fitting, key=lambda s: (spine_cap[s], s))
     scopes: list[Scope] = [(f"spine {spine or '-'}", _fewest_first(spines[spine], caps))]
-    merged = {s: _merged(spines[s]) for s in fitting}
+    merged = {s: _merged(spines[s], f"{s}|*") for s in fitting}
     if len(spines[spine]) > 1:
         scopes.append((f"spine {spine or '-'} as one domain", (merged[spine],)))
     densest = min(
@@ -301,12 +318,11 @@ def nodes_needed(domain: LeafDomain, pods: int) -> int:
     return len(per_node) + 1
 
 
-def _merged(domains: Sequence[LeafDomain]) -> LeafDomain:
+def _merged(domains: Sequence[LeafDomain], key: str) -> LeafDomain:
     """One pseudo leaf domain holding every slot of ``domains``: when the job must cross leaf
     boundaries anyway, packing pods densely onto the fewest nodes can beat keeping leaves."""
-    first = domains[0]
     slots = tuple(s for d in domains for s in d.slots)
-    return LeafDomain(key=f"{first.spine}|*", spine=first.spine, has_rails=False, slots=slots)
+    return LeafDomain(key=key, spine=domains[0].spine, has_rails=False, slots=slots)
 
 
 def _fewest_first(domains: Sequence[LeafDomain], caps: Mapping[str, int]) -> tuple[LeafDomain, ...]:
@@ -323,10 +339,11 @@ def generate_candidates(
     units = sum(len(b) for b in blocks)
     seen: set[Assignment] = set()
     out: list[Candidate] = []
+    orders = SlotOrders()
     for scope_label, scope in choose_scopes(domains, units, unit_pods):
         for order in ORDERS:
             for packing in PACKINGS:
-                slots = pack_blocks(blocks, scope, order, packing, sub_of)
+                slots = pack_blocks(blocks, scope, order, packing, sub_of, orders)
                 if slots is None or slots in seen:
                     continue
                 seen.add(slots)

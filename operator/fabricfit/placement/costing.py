@@ -5,7 +5,7 @@ Theory of operation
 The cost model (``fabricfit.cost.step``) prices one training step's collectives from the groups
 and the fabric location of every rank. The search calls it once per candidate and per local
 move, so this module keeps the per-job constants (groups as plain lists, the lower bound) and a
-cache of ``GpuSlot`` values per (node, GPU), and converts the cost model's estimate to the
+cache of ``GpuSlot`` values per pod slot, and converts the cost model's estimate to the
 placement's own frozen ``StepTimes`` so the rest of ``placement`` does not depend on its type.
 """
 
@@ -47,20 +47,18 @@ class StepModel:
         self._request = request
         self._profile = profile
         self._groups = {k: [list(g) for g in layout.groups[k]] for k in GROUP_KINDS}
-        self._gpu_slots: dict[tuple[str, int], GpuSlot] = {}
+        self._pod_gpus: dict[PodSlot, tuple[GpuSlot, ...]] = {}
         self.evaluations = 0
 
     def rank_slots(self, slots: Sequence[PodSlot]) -> tuple[GpuSlot, ...]:
         """Location of every global rank: local GPU j of pod k is ``slots[k].gpus[j]``."""
         out: list[GpuSlot] = []
-        cache = self._gpu_slots
+        cache = self._pod_gpus
         for slot in slots:
-            for gpu in slot.gpus:
-                key = (slot.node, gpu)
-                found = cache.get(key)
-                if found is None:
-                    found = cache[key] = self._snapshot.slot(slot.node, gpu)
-                out.append(found)
+            found = cache.get(slot)
+            if found is None:
+                found = cache[slot] = tuple(self._snapshot.slot(slot.node, g) for g in slot.gpus)
+            out.extend(found)
         return tuple(out)
 
     def predict(self, ranks: Sequence[GpuSlot]) -> StepTimes:

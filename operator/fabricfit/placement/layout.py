@@ -130,19 +130,17 @@ def _groups_varying(
     """
     fixed = [d for d in order if d not in varying]
     inner = [d for d in order if d in varying]
-    groups: list[Group] = []
-    for base_digits in _digit_space(fixed, radix):
-        base = sum(strides[d] * v for d, v in zip(fixed, base_digits, strict=True))
-        members = sorted(
-            base + sum(strides[d] * v for d, v in zip(inner, digits, strict=True))
-            for digits in _digit_space(inner, radix)
-        )
-        groups.append(tuple(members))
+    offsets = sorted(_offsets(inner, radix, strides))
+    groups = [tuple(base + o for o in offsets) for base in _offsets(fixed, radix, strides)]
     return tuple(sorted(groups))
 
 
-def _digit_space(digits: list[str], radix: Mapping[str, int]) -> Iterator[tuple[int, ...]]:
-    return product(*(range(radix[d]) for d in digits))
+def _offsets(
+    digits: list[str], radix: Mapping[str, int], strides: Mapping[str, int]
+) -> Iterator[int]:
+    """Rank offsets of every combination of ``digits`` (the others at zero)."""
+    for values in product(*(range(radix[d]) for d in digits)):
+        yield sum(strides[d] * v for d, v in zip(digits, values, strict=True))
 
 
 def validate_layout(
