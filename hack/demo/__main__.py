@@ -117,14 +117,17 @@ def run(options: Options, progress: Progress) -> int:
     for job, view in zip(jobs, views, strict=True):
         print("\n".join(report.job_lines(job, view)))
         print()
+    print("\n".join(report.summary_lines(jobs, views)))
+    print()
     svg_path = Path(options.svg) if options.svg else Path(state.directory) / "demo-placement.svg"
     svg_path.parent.mkdir(parents=True, exist_ok=True)
     heading = f"fabricfit demo: {', '.join(job.name for job in jobs)}"
-    detail = (
+    detail = [
         f"{fabric.node_count} {options.fabric} nodes ({options.spines} spines × "
-        f"{options.rail_groups} rail groups × {options.nodes}, {options.scheme} labels), "
-        f"{held} GPUs held by other tenants; one panel per job, as the operator saw the cluster"
-    )
+        f"{options.rail_groups} rail groups × {options.nodes}, {options.scheme} labels); "
+        f"{held} GPUs held by other tenants",
+        "one panel per job: the cluster as the operator saw it when it placed the job",
+    ]
     svg_path.write_text(report.build_demo_svg(jobs, views, heading, detail))
     print(f"SVG of every job's placement: {svg_path}")
     print_epilogue(state, kubectl[0], metrics_url, operator.log, progress)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ TT = ("fabricfit.dev", "v1alpha1", "trainingtopologies")
 OPERATOR = "fabricfit-operator"
 JOBS_NAMESPACE = "fabricfit-demo"
 TENANTS_NAMESPACE = "other-tenants"
+CREATE_THREADS = 8
 
 
 class DemoError(Exception):
@@ -135,7 +137,9 @@ def ensure_nodes(c: Clients, manifests: Sequence[dict[str, Any]]) -> tuple[int, 
     wanted = {m["metadata"]["name"] for m in manifests}
     fakenodes.delete_nodes(c.core, sorted(set(existing) - wanted))
     changed = [m for m in manifests if not _same_node(existing.get(m["metadata"]["name"]), m)]
-    fakenodes.create_nodes(c.core, changed)
+    chunks = [changed[i::CREATE_THREADS] for i in range(CREATE_THREADS)]
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        list(pool.map(lambda chunk: fakenodes.create_nodes(c.core, chunk), chunks))
     fakenodes.wait_ready(c.core, sorted(wanted), timeout_seconds=180)
     return len(changed), len(manifests) - len(changed)
 

@@ -20,7 +20,8 @@ from fabricfit.render.svg import build_svg
 
 INDENT = "  "
 PANEL_GAP_PX = 16
-HEADER_PX = 44
+HEADER_PX = 58
+REPRICE_TOLERANCE = 0.01
 
 
 def _short(place_id: str | None) -> str:
@@ -50,6 +51,33 @@ def job_lines(job: DemoJob, view: JobView) -> list[str]:
     if naive is not None:
         lines.append(f"{INDENT}naive spread would use: {rail_groups_used(naive, snapshot)}")
     lines.extend(_times(planned, naive))
+    reported = planned.predicted.step_comm_seconds if planned.predicted else 0.0
+    if abs(view.repriced.step_comm_seconds - reported) > REPRICE_TOLERANCE * reported:
+        lines.append(
+            f"{INDENT}(priced here on the bound nodes: "
+            f"{format_seconds(view.repriced.step_comm_seconds)}; the operator's GPU windows "
+            "inside shared nodes may differ)"
+        )
+    return lines
+
+
+def summary_lines(jobs: Sequence[DemoJob], views: Sequence[JobView]) -> list[str]:
+    """One row per job: the headline numbers of the tables above."""
+    lines = [
+        f"{'job':<20} {'shape':<16} {'pods':>4} {'fabricfit':>10} {'lower bound':>12} "
+        f"{'naive spread':>13} {'ratio':>6}"
+    ]
+    for job, view in zip(jobs, views, strict=True):
+        mine = view.planned.predicted.step_comm_seconds if view.planned.predicted else 0.0
+        lower = view.planned.lower_bound.step_comm_seconds if view.planned.lower_bound else 0.0
+        naive, ratio = "n/a", ""
+        if view.naive is not None and view.naive.predicted is not None and mine > 0:
+            theirs = view.naive.predicted.step_comm_seconds
+            naive, ratio = format_seconds(theirs), f"{theirs / mine:.2f}×"
+        lines.append(
+            f"{job.name:<20} {job.shape:<16} {job.pods:>4} {format_seconds(mine):>10} "
+            f"{format_seconds(lower):>12} {naive:>13} {ratio:>6}"
+        )
     return lines
 
 
@@ -93,7 +121,7 @@ def panel_title(job: DemoJob, view: JobView) -> str:
 
 
 def build_demo_svg(
-    jobs: Sequence[DemoJob], views: Sequence[JobView], heading: str, detail: str
+    jobs: Sequence[DemoJob], views: Sequence[JobView], heading: str, detail: Sequence[str]
 ) -> str:
     """One SVG document: a heading, then each job's placement view (``build_svg``) stacked."""
     panels: list[str] = []
@@ -115,8 +143,11 @@ def build_demo_svg(
             f"<title>{escape(f'fabricfit demo: {names}')}</title>",
             f'<text x="10" y="20" style="font:bold 16px Helvetica,Arial,sans-serif">'
             f"{escape(heading)}</text>",
-            f'<text x="10" y="36" style="font:11px Helvetica,Arial,sans-serif">'
-            f"{escape(detail)}</text>",
+            *(
+                f'<text x="10" y="{36 + 14 * i}" style="font:11px Helvetica,Arial,sans-serif">'
+                f"{escape(line)}</text>"
+                for i, line in enumerate(detail)
+            ),
             *panels,
             "</svg>",
             "",
