@@ -5,11 +5,13 @@ Public entry points: :func:`plan_placement` (heuristic, any cluster size) and
 """
 
 from fabricfit.placement.decision import LargestFit, PlacementDecision, RankPlacement, StepTimes
+from fabricfit.placement.exact import ExactResult, exact_optimum
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
 from fabricfit.placement.request import PlacementRequest, request_from_spec
 from fabricfit.placement.search import plan_placement
 
 __all__ = [
+    "ExactResult",
     "LargestFit",
     "PlacementDecision",
     "PlacementRequest",
@@ -17,6 +19,7 @@ __all__ = [
     "RankPlacement",
     "StepTimes",
     "build_layout",
+    "exact_optimum",
     "plan_placement",
     "request_from_spec",
     "validate_layout",
