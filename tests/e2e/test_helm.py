@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -251,8 +252,10 @@ def test_chart_rbac_is_enough_to_place_and_no_more(
     assert can("create", "pods") == "no"
     assert can("patch", "pods") == "yes"
     assert can("patch", "trainingtopologies.fabricfit.dev/status") == "yes"
-    logs = proc.logs()
-    assert "403" not in logs and "Forbidden" not in logs, logs[-3000:]
+    # No RBAC denial at all (403s for Events in namespaces other tests are deleting are not
+    # RBAC's: "unable to create new content in namespace ... because it is being terminated").
+    denials = re.findall(r'forbidden: User "[^"]+" cannot [^"]+', proc.logs())
+    assert denials == [], denials[:5]
     assert proc.alive()
 
 
