@@ -326,3 +326,19 @@ def test_seconds_since(stamp: str, expected: float | None) -> None:
     from datetime import UTC, datetime
 
     assert seconds_since(stamp, datetime(2026, 1, 1, 0, 1, tzinfo=UTC)) == expected
+
+
+@pytest.mark.parametrize(
+    ("port", "ok"), [("0", True), ("9090", True), ("-1", False), ("70000", False)]
+)
+def test_run_metrics_port_flag(port: str, ok: bool) -> None:
+    from fabricfit.cli.common import Parser, UsageError
+    from fabricfit.cli.run import configure, execute
+
+    parser = Parser(prog="fabricfit run")
+    configure(parser)
+    assert parser.parse_args([]).metrics_port == 9090
+    args = parser.parse_args(["--metrics-port", port, "--resync-seconds", "0"])
+    with pytest.raises(UsageError) as err:
+        execute(args)  # stops at flag validation, before kopf starts
+    assert ("--metrics-port" in str(err.value)) is not ok

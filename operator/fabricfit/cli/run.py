@@ -70,10 +70,10 @@ def execute(args: argparse.Namespace) -> int:
     from fabricfit.handlers.registry import build_registry
     from fabricfit.reconcile.context import OperatorConfig
 
-    if args.resync_seconds <= 0:
-        raise UsageError("--resync-seconds must be positive")
     if not 0 <= args.metrics_port <= 65535:
         raise UsageError("--metrics-port must be 0 (off) or a TCP port")
+    if args.resync_seconds <= 0:
+        raise UsageError("--resync-seconds must be positive")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
