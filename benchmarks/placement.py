@@ -295,14 +295,14 @@ def print_verdict(rows: list[Row]) -> None:
 def print_growth(rows: list[Row]) -> None:
     fabric = next(iter(fabrics()))
     print()
-    print(f"plan time growth, p50 ms ({fabric}; per cluster size: empty / 30% / 60% used):")
+    print(f"plan time growth, CPU p50 ms ({fabric}; per cluster: empty / 30% / 60% used):")
     sizes = sorted({r.nodes for r in rows})
     print(f"{'job':<27} " + " ".join(f"{str(n) + ' nodes':>22}" for n in sizes))
     for job in [j.label for j in JOBS]:
         cells = []
         for n in sizes:
             hits = {
-                r.fragmentation: r.p50_ms
+                r.fragmentation: r.cpu_p50_ms
                 for r in rows
                 if r.fabric == fabric and r.job == job and r.nodes == n
             }
