@@ -41,7 +41,10 @@ class OperatorProcess:
         self._log = self.log_path.open("wb")
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"}
         argv = [sys.executable, "-m", "fabricfit", "run", "--standalone", "--resync-seconds", "2",
-                "--liveness", f"http://127.0.0.1:{port}/healthz", *self.extra]  # fmt: skip
+                "--liveness", f"http://127.0.0.1:{port}/healthz",
+                # No metrics server unless a test asks for one (a later flag wins): parallel
+                # sessions on one machine must not fight over the default port.
+                "--metrics-port", "0", *self.extra]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         wait_for(
             lambda: b"Initial authentication has finished" in self.log_path.read_bytes(),

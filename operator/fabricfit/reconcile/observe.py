@@ -118,7 +118,7 @@ class Observer:
             return
         layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
         groups = {k: len(v) for k, v in layout.groups.items()}
-        scheme = spec.label_scheme or self.state.config.label_scheme
+        scheme = planning.scheme_of(spec, self.state)
         snapshot = planning.fresh_snapshot(self.state, views_of(), scheme)
         try:
             fabric = status.get("fabric")
