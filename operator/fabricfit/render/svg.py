@@ -49,6 +49,16 @@ TP_PALETTE = (
     "#8cd17d",
     "#d4a6c8",
 )
+STAGE_PALETTE = (
+    "#222222",
+    "#7f7f7f",
+    "#17becf",
+    "#bcbd22",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#1f77b4",
+)
 RAIL_PALETTE = (
     "#1f77b4",
     "#d62728",
@@ -158,6 +168,8 @@ def _gpu_elements(
                 f'<rect x="{gx}" y="{gy}" width="{GPU_PX}" height="{GPU_PX}" fill="{fill}" '
                 f'class="rank"><title>{escape(title)}</title></rect>'
                 f'<text x="{gx + GPU_PX / 2}" y="{gy + 11}" class="stage">{info.stage}</text>'
+                f'<rect x="{gx}" y="{gy + GPU_PX + 1}" width="{GPU_PX}" height="3" '
+                f'class="stageband" fill="{STAGE_PALETTE[info.stage % len(STAGE_PALETTE)]}"/>'
             )
             continue
         kind = _idle_kind(node, gpu, foreign, reserved)
@@ -246,7 +258,7 @@ def build_svg(
     body.extend(_ring_elements(layout, decision, by_name))
     hidden = len(snapshot.nodes) - len(visible)
     caption = _caption(decision, hidden)
-    width, height = max(layout.width, LEGEND_PX), layout.height + 52
+    width, height = max(layout.width, LEGEND_PX), layout.height + 70
     return (
         "\n".join(
             [
@@ -259,7 +271,7 @@ def build_svg(
                 f'<text x="{PAD_PX}" y="20" class="title">{escape(title)}</text>',
                 f'<text x="{PAD_PX}" y="34">{escape(caption)}</text>',
                 *body,
-                _legend(height - 44),
+                _legend(height - 62),
                 "</svg>",
             ]
         )
@@ -285,6 +297,7 @@ def _caption(decision: PlacementDecision, hidden: int) -> str:
 def _legend(y: float) -> str:
     items = [
         ("rank", TP_PALETTE[0], "rank (colour = TP group, number = PP stage)"),
+        ("stageband", STAGE_PALETTE[2], "band under a GPU: colour = PP stage"),
         ("free", "", "free GPU"),
         ("foreign", "", "GPU held by other pods"),
         ("reserved", "", "reserved by another plan"),
