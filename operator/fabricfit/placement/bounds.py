@@ -14,24 +14,41 @@ share a node are at most (its members per pod) × (pods per node), so a domain h
 many members times the nodes per domain. The group is then packed into as few such domains as
 possible, rail-aligned in one rail group, at load 1 — still a bound every placement obeys, and
 one the right placement reaches. Each dimension takes the larger of the cost model's bound and
-this one; pipeline keeps the cost model's.
+this one. Pipeline is the other way round: the cost model assumes neighbouring stages sit on
+different nodes once the job outgrows one NVLink domain, but with ``pp`` early in the rank order
+they share a pod, so the bound drops to an NVLink hop there.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from fabricfit.cost.collectives import estimate_shape
 from fabricfit.cost.shape import GroupShape
 from fabricfit.cost.step import step_lower_bound
-from fabricfit.cost.volumes import step_calls
+from fabricfit.cost.volumes import Call, step_calls
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import NodeInfo
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, Group, RankLayout
 from fabricfit.placement.request import PlacementRequest
+
+# Two ranks talking point to point inside one NVLink domain (one node).
+NVLINK_PAIR = GroupShape(
+    ranks=2,
+    nodes=1,
+    domains=1,
+    max_per_domain=2,
+    min_per_domain=2,
+    min_nics_per_domain=1,
+    max_per_node=2,
+    rail_groups=1,
+    ungrouped=False,
+    spines=1,
+    rail_aligned=True,
+)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -106,11 +123,19 @@ def packed_shape(ranks: int, per_node: int, hardware: Hardware) -> GroupShape:
     )
 
 
+def _price(calls: Sequence[Call], shape: GroupShape, profile: FabricProfile) -> float:
+    return sum(
+        call.count * estimate_shape(call.collective, call.size_bytes, shape, profile).seconds
+        for call in calls
+    )
+
+
 def placement_lower_bound(
     layout: RankLayout, request: PlacementRequest, profile: FabricProfile, hardware: Hardware
 ) -> StepTimes:
-    """Per dimension, the cost model's bound, raised to the pod-aware bound where the group
-    cannot fit one NVLink domain because of how its ranks are spread over pods."""
+    """Per dimension, the cost model's bound, raised to the pod-aware bound where a group
+    cannot fit one NVLink domain because of how its ranks are spread over pods (and, for
+    pipeline, lowered to an NVLink hop when neighbouring stages share a pod)."""
     groups = {k: [list(g) for g in layout.groups[k]] for k in GROUP_KINDS}
     profile = effective_profile(profile, hardware)
     base = step_lower_bound(
@@ -120,16 +145,17 @@ def placement_lower_bound(
     by_dimension = {k: float(base.by_dimension.get(k, 0.0)) for k in GROUP_KINDS}
     for kind in GROUP_KINDS:
         first = layout.groups[kind][0] if layout.groups[kind] else ()
-        if profile.torus is not None or kind == "pipeline" or len(first) < 2 or not calls[kind]:
+        if profile.torus is not None or len(first) < 2 or not calls[kind]:
             continue
         per_node = members_per_node(first, layout, hardware)
+        if kind == "pipeline":
+            if per_node >= 2:
+                in_domain = _price(calls[kind], NVLINK_PAIR, profile)
+                by_dimension[kind] = min(by_dimension[kind], in_domain)
+            continue
         if domain_capacity(per_node, hardware) >= len(first):
             continue
-        shape = packed_shape(len(first), per_node, hardware)
-        seconds = sum(
-            call.count * estimate_shape(call.collective, call.size_bytes, shape, profile).seconds
-            for call in calls[kind]
-        )
+        seconds = _price(calls[kind], packed_shape(len(first), per_node, hardware), profile)
         by_dimension[kind] = max(by_dimension[kind], seconds)
     return StepTimes(
         step_comm_seconds=sum(by_dimension.values()),

@@ -40,9 +40,12 @@ def scenarios(draw: st.DrawFn) -> tuple[object, ...]:
         used=used,
         interleave=draw(st.booleans()),
     )
+    order = draw(st.sampled_from(["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "pp-tp-cp-ep-dp"]))
+    expert = draw(st.sampled_from([e for e in (1, 2) if data % e == 0]))
     request = PlacementRequest(
-        parallelism=Parallelism(tensor=tensor, pipeline=pipeline, data=data),
+        parallelism=Parallelism(tensor=tensor, pipeline=pipeline, data=data, expert=expert),
         gpus_per_pod=gpus_per_pod,
+        rank_order=order,
         tensor_required=draw(st.booleans()),
     )
     return snapshot, request, reservations
