@@ -12,6 +12,7 @@ writes update the ledger at once, and watch events older than them are ignored.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,13 +128,26 @@ class Ledger:
     """Reservations of every TrainingTopology: from the watch, overridden by our newer writes."""
 
     written: dict[TopologyKey, Holding] = field(default_factory=dict)
+    statuses: dict[TopologyKey, tuple[int, dict[str, Any]]] = field(default_factory=dict)
 
     def record(self, key: TopologyKey, body: Mapping[str, Any]) -> None:
         """Remember the TrainingTopology as our own write returned it."""
         self.written[key] = holding_of(body)
+        self.statuses[key] = (resource_version(body), copy.deepcopy(dict(body.get("status") or {})))
 
     def forget(self, key: TopologyKey) -> None:
         self.written.pop(key, None)
+        self.statuses.pop(key, None)
+
+    def newest_status(self, key: TopologyKey, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A private copy of the newest status known: the body's, or our own later write's.
+
+        kopf's ``body`` is a live view that the watch may replace during a reconcile, and may
+        still predate our last write; a reconcile must read one consistent status, once."""
+        mine = self.statuses.get(key)
+        if mine is not None and mine[0] > resource_version(body):
+            return copy.deepcopy(mine[1])
+        return copy.deepcopy(dict(body.get("status") or {}))
 
     def merged(
         self, watched: Mapping[TopologyKey, Holding]

@@ -75,9 +75,11 @@ async def reconcile(
     key = key_of(body)
     generation = int((body.get("metadata") or {}).get("generation") or 0)
     async with state.lock_for(key):
-        draft = StatusDraft(body.get("status"), generation)
+        # One status for the whole reconcile (the draft and the plan check must agree).
+        status = state.ledger.newest_status(key, body)
+        draft = StatusDraft(status, generation)
         with contextlib.suppress(_StopError):
-            await _reconcile(body, key, state, views_of, draft)
+            await _reconcile(body, status, key, state, views_of, draft)
         await planning.write_status(state, key, draft)
         return Outcome(tuple(draft.transitions), dict(draft.current), draft.pins)
 
@@ -156,6 +158,7 @@ def workload_pods(
 
 async def _reconcile(
     body: Mapping[str, Any],
+    status: Mapping[str, Any],
     key: TopologyKey,
     state: OperatorState,
     views_of: Callable[[], Views],
@@ -168,7 +171,7 @@ async def _reconcile(
     template = _template(ref.kind, workload)
     views = views_of()
     pods = workload_pods(key, ref.kind, workload, views)
-    plan, snapshot = await _ensure_plan(body, key, spec, template, pods, state, views_of, draft)
+    plan, snapshot = await _ensure_plan(status, key, spec, template, pods, state, views_of, draft)
     if workload is None:
         draft.condition(
             "Placed",
@@ -198,7 +201,7 @@ async def _reconcile(
 
 
 async def _ensure_plan(
-    body: Mapping[str, Any],
+    status: Mapping[str, Any],
     key: TopologyKey,
     spec: TrainingTopologySpec,
     template: Mapping[str, Any] | None,
@@ -207,7 +210,6 @@ async def _ensure_plan(
     views_of: Callable[[], Views],
     draft: StatusDraft,
 ) -> tuple[list[str], ClusterSnapshot]:
-    status = body.get("status") or {}
     current = evaluation.planned_nodes(status)
     scheme = planning.scheme_of(spec, state)
     if current and any(evaluation.is_pinned_or_bound(p) for p in pods):
