@@ -1,0 +1,156 @@
+"""Concurrency and load on the real control plane.
+
+A burst of TrainingTopologies on a pool of simulated nodes: every job placed, no GPU
+double-booked (from the bound pods), in bounded time (the full 200-on-512 run is
+``benchmarks/operator_load.py``). Two replicas with kopf peering: only the higher-priority one
+acts (the other's REST client makes no request at all), and the other takes over when it leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.cluster import (
+    TT,
+    indexed_job,
+    make_pool,
+    planned,
+    topology,
+    wait_bound,
+    wait_condition,
+)
+from helpers.operator import OperatorProcess
+from helpers.reliability import MeteredOperator, gpus_in_use
+from helpers.waiting import wait_for
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+BURST_JOBS = 30
+BURST_DRAIN_LIMIT_SECONDS = 120
+
+
+def placed_count(custom: Any, ns: str) -> int:
+    items = custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"]
+    return sum(
+        1
+        for tt in items
+        for c in (tt.get("status") or {}).get("conditions") or []
+        if c["type"] == "Placed" and c["status"] == "True"
+    )
+
+
+def test_burst_of_topologies_drains_without_double_booking(
+    operator: OperatorProcess, core: Any, custom: Any, batch: Any, namespace: str
+) -> None:
+    nodes = make_pool(core, "burst64", rail_groups_per_spine=4, nodes_per_rail_group=16)
+    names = {n["metadata"]["name"] for n in nodes}
+    rng = random.Random(30)
+    sizes = [rng.choice([1, 1, 2, 2, 4]) for _ in range(BURST_JOBS)]
+    assert sum(sizes) <= len(names)
+    start = time.monotonic()
+    for i, pods in enumerate(sizes):
+        batch.create_namespaced_job(namespace, indexed_job(f"b{i}", pods, "burst64"))
+        custom.create_namespaced_custom_object(
+            *TT[:2], namespace, TT[2], topology(f"b{i}", f"b{i}", {"tensor": 8, "data": pods})
+        )
+    wait_for(
+        lambda: placed_count(custom, namespace) == BURST_JOBS,
+        BURST_DRAIN_LIMIT_SECONDS,
+        1.0,
+        f"{BURST_JOBS} jobs placed",
+    )
+    drain = time.monotonic() - start
+    used = gpus_in_use(core, names)
+    assert all(v <= 8 for v in used.values()), f"GPUs double-booked: {used}"
+    assert sum(used.values()) == 8 * sum(sizes)
+    for i in rng.sample(range(BURST_JOBS), 5):  # spot-check plans against the bindings
+        tt = wait_condition(custom, namespace, f"b{i}", "Placed", "True")
+        pods = wait_bound(core, namespace, f"b{i}", sizes[i])
+        assert [pods[k].spec.node_name for k in sorted(pods)] == planned(tt)
+    print(f"\n[load] {BURST_JOBS} jobs ({sum(sizes)} pods) on {len(names)} nodes: {drain:.1f} s")
+    assert operator.alive()
+
+
+@pytest.fixture
+def peering(kubectl: list[str]) -> Iterator[str]:
+    """kopf's peering CRDs and a ClusterKopfPeering object of a fresh name."""
+    subprocess.run(
+        [*kubectl, "apply", "-f", str(FIXTURES / "kopf-peering-crds.yaml")],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
+         "crd/clusterkopfpeerings.kopf.dev", "crd/kopfpeerings.kopf.dev"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    name = f"ff-{uuid.uuid4().hex[:6]}"
+    peer = f"apiVersion: kopf.dev/v1\nkind: ClusterKopfPeering\nmetadata: {{name: {name}}}\n"
+    subprocess.run([*kubectl, "apply", "-f", "-"], input=peer.encode(), check=True)
+    yield name
+    subprocess.run(
+        [*kubectl, "delete", "clusterkopfpeering", name], capture_output=True, check=False
+    )
+
+
+def peers_of(kubectl: list[str], name: str) -> dict[str, Any]:
+    """The replicas recorded in the ClusterKopfPeering's status (identity -> priority...)."""
+    out = subprocess.run(
+        [*kubectl, "get", "clusterkopfpeering", name, "-o", "json"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return dict(json.loads(out).get("status") or {})
+
+
+def test_two_replicas_with_peering_only_one_acts(
+    operator: OperatorProcess,
+    peering: str,
+    kubeconfig: Path,
+    kubectl: list[str],
+    core: Any,
+    custom: Any,
+    batch: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    make_pool(core, "peers", nodes_per_rail_group=4)
+    operator.stop()  # the session's standalone operator would act regardless of peering
+    high = MeteredOperator(kubeconfig, tmp_path / "high", "--peering", peering, "--priority", "100")
+    low = MeteredOperator(kubeconfig, tmp_path / "low", "--peering", peering, "--priority", "10")
+    try:
+        high.start()
+        low.start()
+        wait_for(lambda: len(peers_of(kubectl, peering)) == 2, 60, what="both replicas peered")
+        for i in range(3):
+            batch.create_namespaced_job(namespace, indexed_job(f"p{i}", 2, "peers"))
+            custom.create_namespaced_custom_object(
+                *TT[:2], namespace, TT[2], topology(f"p{i}", f"p{i}", {"tensor": 8, "data": 2})
+            )
+        for i in range(3):
+            wait_condition(custom, namespace, f"p{i}", "Placed", "True")
+        assert any(k[0] == "PATCH" for k in high.requests()), high.requests()
+        assert not low.requests(), f"the paused replica made requests: {low.requests()}"
+        assert "Resuming operations" not in low.logs()
+
+        high.stop(signal.SIGTERM)  # a clean exit removes it from the peering object
+        wait_for(lambda: "Resuming operations" in low.logs(), 90, what="low resumes")
+        batch.create_namespaced_job(namespace, indexed_job("after", 2, "peers"))
+        custom.create_namespaced_custom_object(
+            *TT[:2], namespace, TT[2], topology("after", "after", {"tensor": 8, "data": 2})
+        )
+        wait_condition(custom, namespace, "after", "Placed", "True", 120)
+        assert any(k[0] == "PATCH" for k in low.requests()), low.requests()
+        assert low.alive()
+    finally:
+        high.stop()
+        low.stop()
+        operator.start()

@@ -1,0 +1,202 @@
+"""Least privilege, proven from the API server's audit log.
+
+The chart's RBAC (rendered by helm) is bound to a ServiceAccount; the operator runs with that
+account's token through a scenario that exercises every request path it has (pinned placement,
+an invalid spec and its Event, a cordon and Degraded, deletion that ungates pods, plain-Pod
+workloads). The audit log (``<state dir>/logs/audit.log``, written by the private control plane)
+then says which (API group, resource, verb) the account really used:
+
+- none of its requests was forbidden (the chart grants enough);
+- every grant of the chart was used, except the few listed below with the reason no test here
+  can use them (the chart grants nothing more).
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from helpers.cluster import (
+    TT,
+    indexed_job,
+    make_pool,
+    planned,
+    topology,
+    wait_condition,
+)
+from helpers.operator import OperatorProcess
+from helpers.reliability import MeteredOperator, audit_events, audit_offset, state_directory
+from helpers.waiting import wait_for
+from unit.chart.rendering import CHART, helm
+
+Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+# Grants no scenario here can use, and why.
+UNEXERCISED: dict[Grant, str] = {
+    **{
+        (group, plural, verb): "the workload kind's CRD is not installed on the test cluster"
+        for group, plural in (
+            ("jobset.x-k8s.io", "jobsets"),
+            ("kubeflow.org", "pytorchjobs"),
+            ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+        )
+        for verb in ("get", "patch")
+    },
+}
+
+
+def grants(objects: list[dict[str, Any]]) -> set[Grant]:
+    found = set()
+    for role in (o for o in objects if o["kind"] in ("ClusterRole", "Role")):
+        for rule in role.get("rules") or []:
+            for group in rule.get("apiGroups") or [""]:
+                for resource in rule.get("resources") or []:
+                    for verb in rule.get("verbs") or []:
+                        found.add((group, resource, verb))
+    return found
+
+
+def used_by(events: list[dict[str, Any]], username: str) -> tuple[set[Grant], list[Any]]:
+    used, denied = set(), []
+    for e in events:
+        if (e.get("user") or {}).get("username") != username:
+            continue
+        ref = e.get("objectRef")
+        if ref is None:
+            continue  # a non-resource URL (/version, discovery): open to every authenticated user
+        resource = ref.get("resource", "")
+        if ref.get("subresource"):
+            resource += "/" + ref["subresource"]
+        grant = (ref.get("apiGroup", ""), resource, e["verb"])
+        status = e.get("responseStatus") or {}
+        if status.get("code") == 403 and "being terminated" not in status.get("message", ""):
+            denied.append((grant, e.get("requestURI")))  # RBAC said no (not a dying namespace)
+        else:
+            used.add(grant)
+    return used, denied
+
+
+def token_kubeconfig(admin: Path, token: str, out: Path) -> Path:
+    config = yaml.safe_load(admin.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    ca = (
+        cluster.get("certificate-authority-data")
+        or base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    )
+    out.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": cluster["server"],
+                                               "certificate-authority-data": ca}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}],
+        "current-context": "sa",
+    }))  # fmt: skip
+    return out
+
+
+@pytest.fixture
+def chart_identity(
+    kubeconfig: Path, kubectl: list[str], core: Any, tmp_path: Path
+) -> Iterator[tuple[Path, str, list[dict[str, Any]]]]:
+    """The chart's ServiceAccount and RBAC (default values: cluster-wide), applied alone."""
+    release, ns = f"priv{uuid.uuid4().hex[:5]}", f"priv-{uuid.uuid4().hex[:6]}"
+    out = subprocess.run(
+        [helm(), "template", release, str(CHART), "--namespace", ns],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    objects = [d for d in yaml.safe_load_all(out) if d]
+    kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    rbac = [o for o in objects if o["kind"] in kinds]
+    core.create_namespace({"metadata": {"name": ns}})
+    manifest = tmp_path / "rbac.yaml"
+    manifest.write_text(yaml.safe_dump_all(rbac))
+    subprocess.run([*kubectl, "apply", "-f", str(manifest)], check=True, capture_output=True)
+    account = next(o for o in rbac if o["kind"] == "ServiceAccount")["metadata"]["name"]
+    token = core.create_namespaced_service_account_token(
+        account, ns, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    creds = token_kubeconfig(kubeconfig, token, tmp_path / "sa.kubeconfig")
+    try:
+        yield creds, f"system:serviceaccount:{ns}:{account}", objects
+    finally:
+        subprocess.run([*kubectl, "delete", "-f", str(manifest), "--wait=false"],
+                       capture_output=True, check=False)  # fmt: skip
+        core.delete_namespace(ns)
+
+
+def test_chart_rbac_is_exactly_what_the_operator_uses(
+    operator: OperatorProcess,
+    chart_identity: tuple[Path, str, list[dict[str, Any]]],
+    core: Any,
+    custom: Any,
+    batch: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    directory = state_directory()
+    if directory is None:
+        pytest.skip("needs the private control plane's audit log")
+    credentials, username, objects = chart_identity
+    offset = audit_offset(directory)
+    make_pool(core, "priv", nodes_per_rail_group=4)
+    operator.stop()
+    mine = MeteredOperator(credentials, tmp_path / "op", "--all-namespaces")
+    try:
+        mine.start()
+        run_every_request_path(core, custom, batch, namespace)
+        assert mine.alive()
+    finally:
+        mine.stop()
+        operator.start()
+
+    used, denied = used_by(audit_events(directory, offset), username)
+    assert used, f"no audit events for {username}"
+    assert not denied, f"forbidden requests: {denied}"
+    granted = grants(objects)
+    assert used <= granted, f"used but not granted: {sorted(used - granted)}"
+    unused = granted - used - set(UNEXERCISED)
+    print(f"\n[privilege] {username}: used {sorted(used)}")
+    assert not unused, f"granted but never used (drop them from the chart): {sorted(unused)}"
+
+
+def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
+    # Pinned placement of a Job: reads, gate/unsuspend patches, pins, status, Events.
+    batch.create_namespaced_job(ns, indexed_job("priv", 2, "priv"))
+    custom.create_namespaced_custom_object(
+        *TT[:2], ns, TT[2], topology("priv", "priv", {"tensor": 8, "data": 2})
+    )
+    plan = planned(wait_condition(custom, ns, "priv", "Placed", "True"))
+    # Degraded on a cordoned node (a Warning Event).
+    core.patch_node(plan[0], {"spec": {"unschedulable": True}})
+    try:
+        wait_condition(custom, ns, "priv", "Degraded", "True")
+    finally:
+        core.patch_node(plan[0], {"spec": {"unschedulable": False}})
+    # A plain-Pod workload: pods listed by selector and labelled.
+    for i in range(2):
+        core.create_namespaced_pod(ns, {
+            "metadata": {"name": f"pp-{i}", "labels": {"app": "pp", "rank": str(i)}},
+            "spec": {"schedulingGates": [{"name": "fabricfit.dev/placement"}],
+                     "nodeSelector": {"fabricfit.dev/pool": "priv"},
+                     "containers": [{"name": "c", "image": "example.invalid/x:1",
+                                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+        })  # fmt: skip
+    ref = {"apiVersion": "v1", "kind": "Pod", "podSelector": {"app": "pp"}, "indexLabel": "rank"}
+    custom.create_namespaced_custom_object(
+        *TT[:2], ns, TT[2], topology("pp", "pp", {"tensor": 8, "data": 2}, workloadRef=ref)
+    )
+    wait_condition(custom, ns, "pp", "Planned", "True")
+    # Deletion releases and ungates (TrainingTopology finalizer, pod patches).
+    custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "pp")
+    custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "priv")
+    wait_for(
+        lambda: not custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"],
+        60,
+        what="TrainingTopologies released",
+    )
