@@ -168,6 +168,9 @@ def test_fuzzed_specs_are_rejected_or_end_in_a_clear_condition(
 ) -> None:
     from kubernetes.client.exceptions import ApiException
 
+    # Nodes to plan on from the start (whatever ran before): accepted specs get real plans, and
+    # a plan whose workload never appears is the path where a stale body once wiped Planned.
+    make_pool(core, "fuzzspec", nodes_per_rail_group=8)
     offset = log_offset(operator)
     outcomes: Counter[str] = Counter()
     accepted: list[str] = []
@@ -222,7 +225,6 @@ def test_fuzzed_specs_are_rejected_or_end_in_a_clear_condition(
         120,
         what="fuzzed TrainingTopologies deleted",
     )
-    make_pool(core, "fuzzspec", nodes_per_rail_group=2)
     batch.create_namespaced_job(namespace, indexed_job("valid", 2, "fuzzspec"))
     custom.create_namespaced_custom_object(
         *TT[:2], namespace, TT[2], topology("valid", "valid", {"tensor": 8, "data": 2})
