@@ -11,11 +11,18 @@ requests, and whether any GPU is double-booked (summed from the bound pods). Tar
     .venv/bin/python benchmarks/operator_load.py --jobs 30 --nodes 64
 
 Uses ``$KUBECONFIG`` when set, else starts (and stops) a private control plane.
+
+Measured 2026-12-02 (2 shared cores, private control plane, 200 jobs / 391 pods / 512 nodes,
+resync 10 s): all placed, 0 GPUs double-booked, peak RSS 188–215 MiB; drain 122.7 s, 126.7 s
+and 150.3 s (busier machine) — just over the 120 s target. Every job was Planned after 115.5 s
+of the 126.7 s: planning, serialised under the planning lock and competing with a full
+reconcile per gated-pod event and per resync, is the bottleneck, not kube-scheduler.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import subprocess
@@ -57,9 +64,9 @@ def job_sizes(jobs: int, nodes: int, seed: int) -> list[int]:
     return sizes
 
 
-def placed(tt: dict[str, Any]) -> bool:
+def is_true(tt: dict[str, Any], type_: str) -> bool:
     for c in (tt.get("status") or {}).get("conditions") or []:
-        if c["type"] == "Placed" and c["status"] == "True":
+        if c["type"] == type_ and c["status"] == "True":
             return True
     return False
 
@@ -120,12 +127,15 @@ def run(kubeconfig: Path, args: argparse.Namespace, log_dir: Path) -> int:
             )
         created = time.monotonic() - burst
         print(f"{args.jobs} jobs ({sum(sizes)} pods) created in {created:.1f} s", flush=True)
-        peak, done = 0.0, 0
+        peak, done, all_planned = 0.0, 0, float("nan")
         limit = time.monotonic() + args.timeout
         while time.monotonic() < limit and operator.poll() is None:
             peak = max(peak, peak_rss_mib(operator.pid))
             items = custom.list_namespaced_custom_object(*TT[:2], namespace, TT[2])["items"]
-            done = sum(1 for tt in items if placed(tt))
+            done = sum(1 for tt in items if is_true(tt, "Placed"))
+            planned = sum(1 for tt in items if is_true(tt, "Planned"))
+            if planned == args.jobs and math.isnan(all_planned):  # the first time
+                all_planned = time.monotonic() - burst
             if done == args.jobs:
                 break
             time.sleep(1.0)
@@ -143,7 +153,8 @@ def run(kubeconfig: Path, args: argparse.Namespace, log_dir: Path) -> int:
         ("nodes", f"{len(names)}", ""),
         ("jobs (pods)", f"{args.jobs} ({sum(sizes)})", ""),
         ("placed", f"{done}/{args.jobs}", "all"),
-        ("time to drain", f"{drain:.1f} s", f"<= {DRAIN_TARGET_SECONDS:.0f} s"),
+        ("every job Planned after", f"{all_planned:.1f} s", ""),
+        ("time to drain (all Placed)", f"{drain:.1f} s", f"<= {DRAIN_TARGET_SECONDS:.0f} s"),
         ("operator peak RSS (VmHWM)", f"{peak:.0f} MiB", f"<= {RSS_TARGET_MIB:.0f} MiB"),
         ("GPUs double-booked", f"{len(over)} nodes", "0"),
     ]
