@@ -174,12 +174,18 @@ def build_registry(
         if not (body.get("spec") or {}).get("schedulingGates") or kwargs.get("type") == "DELETED":
             return
         state: OperatorState = memo["state"]
+        views = views_from(*(kwargs[name] for name in INDEXES))
+        with timed(metrics, "pin"):
+            pinned = await service.pin_from_plan(body, state, views)
+        if pinned is not None:
+            if pinned:
+                observe(memo, lambda o: o.metrics.count_pins(1))
+            return
         owner = (body.get("metadata") or {}).get("labels", {}).get(TOPOLOGY_LABEL)
         found = await service.read_topology(state, namespace or "", owner) if owner else None
         if found is None or not (found.get("status") or {}).get("pods"):
             return
         topology = kopf.Body(found)  # type: ignore[arg-type]
-        views = views_from(*(kwargs[name] for name in INDEXES))
         with timed(metrics, "pin"):
             outcome = await service.reconcile(topology, state, views)
         post(topology, outcome.transitions)

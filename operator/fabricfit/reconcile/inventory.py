@@ -91,6 +91,11 @@ class Holding:
     resource_version: int
     gpus_by_node: Mapping[str, int]
     planned_nodes: tuple[str, ...] = ()
+    # What a pod event needs to pin straight from the plan (see service.pin_from_plan).
+    kind: str = ""
+    index_label: str | None = None
+    mode: str = ""
+    current: bool = False  # the plan was made for the spec's present generation
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
@@ -100,7 +105,19 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         if isinstance(item, Mapping) and isinstance(item.get("index"), int):
             planned[item["index"]] = str(item.get("node"))
     nodes = tuple(planned.get(i, "") for i in range(max(planned, default=-1) + 1))
-    return Holding(resource_version(body), parse_reservation(status), nodes)
+    spec = body.get("spec") or {}
+    ref = spec.get("workloadRef") or {}
+    placement = spec.get("placement") or {}
+    generation = (body.get("metadata") or {}).get("generation")
+    return Holding(
+        resource_version(body),
+        parse_reservation(status),
+        nodes,
+        kind=str(ref.get("kind") or ""),
+        index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
+        mode=str(placement.get("mode") or "pinned"),
+        current=generation is not None and status.get("observedGeneration") == generation,
+    )
 
 
 def parse_reservation(status: Mapping[str, Any] | None) -> dict[str, int]:
@@ -149,17 +166,22 @@ class Ledger:
             return copy.deepcopy(mine[1])
         return copy.deepcopy(dict(body.get("status") or {}))
 
+    def newest(self, key: TopologyKey, seen: Holding | None) -> Holding | None:
+        """The newer of what the watch showed and what we last wrote (None: unknown)."""
+        mine = self.written.get(key)
+        if mine is None or (seen is not None and seen.resource_version >= mine.resource_version):
+            return seen
+        return mine
+
     def merged(
         self, watched: Mapping[TopologyKey, Holding]
     ) -> dict[TopologyKey, Mapping[str, int]]:
         """Per topology, the newest known reservation (deleted topologies drop out)."""
         result: dict[TopologyKey, Mapping[str, int]] = {}
         for key, seen in watched.items():
-            mine = self.written.get(key)
-            newest = (
-                mine if mine is not None and mine.resource_version > seen.resource_version else seen
-            )
-            result[key] = newest.gpus_by_node
+            newest = self.newest(key, seen)
+            if newest is not None:
+                result[key] = newest.gpus_by_node
         return result
 
 

@@ -39,15 +39,15 @@ from fabricfit.api.status import (
 from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import ApiError, path_for
-from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
+from fabricfit.kube.workloads import UnsupportedWorkloadError, patch_pod, read_workload
 from fabricfit.placement import PlacementDecision, build_layout, validate_layout
 from fabricfit.reconcile import applying, evaluation, planning
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
-from fabricfit.render.kinds import expected_pods, pod_templates
+from fabricfit.render.kinds import expected_pods, pod_index, pod_templates
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
-from fabricfit.render.pods import build_ungate_patch, is_gated
+from fabricfit.render.pods import build_pin_patch, build_ungate_patch, is_gated, planned_node_of
 
 
 @dataclass(frozen=True)
@@ -321,6 +321,44 @@ async def _pods_to_release(
         names = {(p.get("metadata") or {}).get("name") for p in pods}
         pods += [p for p in (group or {}).get("items") or [] if p["metadata"]["name"] not in names]
     return pods
+
+
+FAST_PIN_KINDS = ("Job", applying.POD_KIND)
+
+
+async def pin_from_plan(
+    pod: Mapping[str, Any], state: OperatorState, views_of: Callable[[], Views]
+) -> bool | None:
+    """Pin one gated pod straight from its TrainingTopology's recorded plan.
+
+    The fast path for pod events: no workload read, no planning, one patch. True when the pod
+    was pinned, False when it needs nothing; None when only a full reconcile can decide (no
+    current plan, a kind whose index needs the workload, a planned node that is unusable).
+    """
+    meta = pod.get("metadata") or {}
+    key = (str(meta.get("namespace") or ""), str((meta.get("labels") or {}).get(TOPOLOGY_LABEL)))
+    async with state.lock_for(key):
+        holding = state.ledger.newest(key, views_of().topologies.get(key))
+        if holding is None or not holding.current or holding.mode != "pinned":
+            return None
+        if holding.kind not in FAST_PIN_KINDS:
+            return None
+        index = pod_index(holding.kind, pod, index_label=holding.index_label)
+        if index is None or index >= len(holding.planned_nodes):
+            return None
+        node = holding.planned_nodes[index]
+        snapshot = planning.recent_snapshot(state, views_of, state.config.label_scheme)
+        if not snapshot.has_node(node) or not snapshot.node(node).available:
+            return None
+        if not is_gated(pod) or planned_node_of(pod) not in (None, node):
+            return False
+        try:
+            await patch_pod(state.rest, key[0], str(meta.get("name")), build_pin_patch(pod, node))
+        except ApiError as err:
+            if err.status not in (404, 409, 422):
+                raise
+            return False
+        return True
 
 
 async def read_topology(state: OperatorState, namespace: str, name: str) -> dict[str, Any] | None:

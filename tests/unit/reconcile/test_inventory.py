@@ -76,7 +76,7 @@ def test_deleted_topologies_drop_out_of_the_ledger() -> None:
 def test_holding_reads_plan_and_ignores_garbage() -> None:
     body = tt_body("7", [{"node": "a", "gpus": 8}, {"node": 3, "gpus": "x"}],
                    [{"index": 1, "node": "b"}, {"index": 0, "node": "a"}])  # fmt: skip
-    assert holding_of(body) == Holding(7, {"a": 8}, ("a", "b"))
+    assert holding_of(body) == Holding(7, {"a": 8}, ("a", "b"), mode="pinned")
     assert holding_of({"metadata": {"resourceVersion": "not-a-number"}}).resource_version == 0
 
 
@@ -92,3 +92,28 @@ def test_slim_pod_keeps_only_relevant_pods() -> None:
 
 def test_slim_node_survives_missing_sections() -> None:
     assert slim_node({"metadata": {"name": "n"}})["status"]["conditions"] == []
+
+
+def test_holding_knows_whether_its_plan_is_current_and_how_to_pin() -> None:
+    body = {
+        "metadata": {"resourceVersion": "9", "generation": 2},
+        "spec": {"workloadRef": {"apiVersion": "v1", "kind": "Pod", "indexLabel": "rank"},
+                 "placement": {"mode": "kueue-tas"}},
+        "status": {"observedGeneration": 2, "pods": [{"index": 0, "node": "a"}]},
+    }  # fmt: skip
+    holding = holding_of(body)
+    assert (holding.kind, holding.index_label, holding.mode, holding.current) == (
+        "Pod", "rank", "kueue-tas", True,
+    )  # fmt: skip
+    body["metadata"]["generation"] = 3
+    assert not holding_of(body).current
+
+
+def test_ledger_newest_prefers_the_later_resource_version() -> None:
+    ledger = Ledger()
+    ledger.record(ME, tt_body("20", [{"node": "n1", "gpus": 8}]))
+    older = holding_of(tt_body("10", []))
+    newer = holding_of(tt_body("30", []))
+    assert ledger.newest(ME, older) == ledger.written[ME]
+    assert ledger.newest(ME, newer) == newer
+    assert ledger.newest(OTHER, None) is None
