@@ -333,7 +333,7 @@ def test_plan_rejects_unparseable_files_in_one_line(nodes: bytes, topology: byte
         code, out, err = run_inprocess(
             ["plan", "--nodes", str(tmp / "nodes"), "--topology", str(tmp / "tt")]
         )
-    check_contract(code, out, err, {0, 1, 2})
+    check_contract(code, out, err, {0, 1, 2}, "plan-raw")
 
 
 # --- fabricfit cost --------------------------------------------------------------------------
