@@ -119,7 +119,7 @@ class Observer:
         layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
         groups = {k: len(v) for k, v in layout.groups.items()}
         scheme = planning.scheme_of(spec, self.state)
-        snapshot = planning.fresh_snapshot(self.state, views_of(), scheme)
+        snapshot = planning.recent_snapshot(self.state, views_of, scheme)
         try:
             fabric = status.get("fabric")
             profile = (
