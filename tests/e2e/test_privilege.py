@@ -26,6 +26,7 @@ import yaml
 from helpers.cluster import (
     TT,
     indexed_job,
+    job_pods,
     make_pool,
     planned,
     topology,
@@ -172,10 +173,22 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
         *TT[:2], ns, TT[2], topology("priv", "priv", {"tensor": 8, "data": 2})
     )
     plan = planned(wait_condition(custom, ns, "priv", "Placed", "True"))
-    # Degraded on a cordoned node (a Warning Event).
+    # Degraded on a cordoned node (a Warning Event); the pod recreated there cannot be pinned
+    # from the recorded plan, so its event reads the TrainingTopology and re-places it.
     core.patch_node(plan[0], {"spec": {"unschedulable": True}})
     try:
         wait_condition(custom, ns, "priv", "Degraded", "True")
+        old = job_pods(core, ns, "priv")[0]
+        core.delete_namespaced_pod(old.metadata.name, ns, grace_period_seconds=0)
+        wait_for(
+            lambda: (
+                (p := job_pods(core, ns, "priv").get(0)) is not None
+                and p.metadata.uid != old.metadata.uid
+                and p.spec.node_name not in (None, plan[0])
+            ),
+            90,
+            what="pod 0 re-placed off the cordoned node",
+        )
     finally:
         core.patch_node(plan[0], {"spec": {"unschedulable": False}})
     # A plain-Pod workload: pods listed by selector and labelled.
