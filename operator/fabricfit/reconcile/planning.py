@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fabricfit.api.constants import GROUP, PLURAL, VERSION
@@ -157,6 +158,7 @@ async def plan_and_reserve(
             workload_display=workload_display,
             reservation=reservation,
             generation=draft.generation,
+            planned_at=datetime.now(UTC),
         )
         draft.set(**{**fields, "labelScheme": snapshot.scheme})
         draft.condition("Planned", "True", "Planned", _summary(decision))

@@ -8,7 +8,7 @@ as a merge patch on ``status``: every plan field is present, with ``[]`` or ``nu
 decision has nothing, so a plan that became infeasible clears the pods, prediction and
 efficiency of the previous one instead of leaving them behind. Lists are capped at the
 schema's bounds so the API server never rejects a status write. Conditions and the summary
-are merged in by :func:`build_status`.
+are the reconcile's (``reconcile.draft``).
 
 ``reservation`` (node → GPUs) is the double-booking guard and comes from
 :func:`reservation_of`; the operator writes it before pinning any pod.
@@ -17,23 +17,28 @@ are merged in by :func:`build_status`.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import MAX_PODS
-from fabricfit.api.status import (
-    MAX_DEGRADED_RANKS,
-    MAX_REASONS,
-    MAX_SECONDS,
-)
+from fabricfit.api.status import DATE_TIME_PATTERN, MAX_REASONS, MAX_SECONDS, rfc3339
 from fabricfit.placement.decision import PlacementDecision, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS
-from fabricfit.render.conditions import summarize, timestamp
 
 MAX_REASON_CHARS = 1024
+
+
+def timestamp(moment: datetime | str) -> str:
+    """``moment`` as an RFC 3339 ``metav1.Time`` string (datetimes: UTC, whole seconds)."""
+    if isinstance(moment, datetime):
+        return rfc3339(moment)
+    if not re.match(DATE_TIME_PATTERN, moment):
+        raise ValueError(f"not an RFC 3339 time: {moment!r}")
+    return moment
 
 
 def reservation_of(decision: PlacementDecision, gpus_per_pod: int) -> dict[str, int]:
@@ -80,27 +85,6 @@ def build_plan_status(
         "planHash": plan_hash,
         "plannedAt": timestamp(planned_at) if planned_at is not None else None,
     }
-
-
-def build_status(
-    plan: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """``plan`` plus ``conditions`` and the summary derived from them."""
-    return {**plan, "conditions": [dict(c) for c in conditions], "summary": summarize(conditions)}
-
-
-def degraded_ranks(
-    pods: Sequence[Mapping[str, Any]], gpus_per_pod: int, unavailable: Collection[str]
-) -> list[int]:
-    """Ranks whose planned node (``status.pods`` entries) is unavailable, ascending, capped."""
-    ranks: list[int] = []
-    for pod in sorted(pods, key=lambda p: int(p.get("index", 0))):
-        if pod.get("node") in unavailable:
-            first = int(pod["index"]) * gpus_per_pod
-            ranks.extend(range(first, first + gpus_per_pod))
-        if len(ranks) >= MAX_DEGRADED_RANKS:
-            break
-    return ranks[:MAX_DEGRADED_RANKS]
 
 
 def _prediction(times: StepTimes | None) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -15,9 +15,8 @@ from fabricfit.placement.decision import LargestFit, PlacementDecision, StepTime
 from fabricfit.placement.layout import build_layout
 from fabricfit.render.status import (
     build_plan_status,
-    build_status,
-    degraded_ranks,
     reservation_of,
+    timestamp,
 )
 
 SPEC = TrainingTopologySpec.model_validate(
@@ -146,41 +145,6 @@ def test_bounds_and_non_finite_numbers() -> None:
     TrainingTopologyStatus.model_validate(body)
 
 
-def test_build_status_adds_conditions_and_summary() -> None:
-    plan = build_plan_status(
-        PLACED, spec=SPEC, workload_display="Job/llama", reservation={"n0": 8}, generation=1
-    )
-    conditions = [
-        {
-            "type": "Planned",
-            "status": "True",
-            "reason": "Planned",
-            "message": "",
-            "lastTransitionTime": "2026-12-02T10:00:00Z",
-            "observedGeneration": 1,
-        }
-    ]
-    body = build_status(plan, conditions)
-    assert body["conditions"] == conditions
-    assert body["summary"] == "Planned"
-    assert TrainingTopologyStatus.model_validate(body).summary == "Planned"
-
-
-@pytest.mark.parametrize(
-    ("pods", "unavailable", "ranks"),
-    [
-        ([{"index": 0, "node": "a"}, {"index": 1, "node": "b"}], {"b"}, [4, 5, 6, 7]),
-        ([{"index": 1, "node": "b"}, {"index": 0, "node": "b"}], {"b"}, [0, 1, 2, 3, 4, 5, 6, 7]),
-        ([{"index": 0, "node": "a"}], set(), []),
-        ([{"index": i, "node": "a"} for i in range(2000)], {"a"}, list(range(4096))),
-    ],
-)
-def test_degraded_ranks(
-    pods: list[dict[str, Any]], unavailable: set[str], ranks: list[int]
-) -> None:
-    assert degraded_ranks(pods, 4, unavailable) == ranks
-
-
 seconds = st.floats(min_value=0, max_value=1e12) | st.sampled_from([math.nan, math.inf])
 
 
@@ -209,3 +173,19 @@ def test_any_decision_gives_a_valid_status(
     model = TrainingTopologyStatus.model_validate(body)
     assert sum(r.gpus for r in model.reservation) == 8 * len(model.pods)
     assert [p.node for p in model.pods] == (pods if feasible else [])
+
+
+@pytest.mark.parametrize(
+    ("moment", "text"),
+    [
+        (datetime(2026, 12, 2, 10, 0, 0, 123456, tzinfo=UTC), "2026-12-02T10:00:00Z"),
+        ("2026-12-02T10:00:00Z", "2026-12-02T10:00:00Z"),
+    ],
+)
+def test_timestamp(moment: datetime | str, text: str) -> None:
+    assert timestamp(moment) == text
+
+
+def test_timestamp_rejects_non_rfc3339() -> None:
+    with pytest.raises(ValueError, match="RFC 3339"):
+        timestamp("yesterday")
