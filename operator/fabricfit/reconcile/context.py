@@ -43,6 +43,8 @@ class OperatorState:
     # Recent snapshots per label scheme, for the read-only paths (health of running jobs);
     # planning always builds a fresh one under the lock.
     snapshots: dict[str, tuple[float, ClusterSnapshot]] = field(default_factory=dict)
+    # Per waiting TrainingTopology, the fingerprint of the inputs its last plan did not fit in.
+    infeasible: dict[TopologyKey, int] = field(default_factory=dict)
 
     def lock_for(self, key: TopologyKey) -> asyncio.Lock:
         return self.object_locks.setdefault(key, asyncio.Lock())

@@ -119,6 +119,26 @@ async def write_status(state: OperatorState, key: TopologyKey, draft: StatusDraf
     draft.committed(written.get("status") or {})
 
 
+def capacity_fingerprint(
+    snapshot: ClusterSnapshot, held: Mapping[str, int], request: object
+) -> int:
+    """A hash of everything a plan depends on: nodes (capacity, health, place, labels, taints),
+    other plans' holds, and the request. Equal fingerprints give equal plans."""
+    nodes = tuple(
+        (
+            n.name,
+            n.gpus,
+            n.free_gpus,
+            n.available,
+            n.place,
+            n.taints,
+            tuple(sorted(n.labels.items())),
+        )
+        for n in snapshot.nodes
+    )
+    return hash((nodes, tuple(sorted(held.items())), request))
+
+
 def _inputs(
     state: OperatorState,
     key: TopologyKey,
@@ -145,12 +165,17 @@ async def plan_and_reserve(
     """Plan under the lock and write the reservation; None when the job does not fit now."""
     async with state.plan_lock:
         snapshot, request, profile, held = _inputs(state, key, spec, template, views_of())
+        inputs = capacity_fingerprint(snapshot, held, (draft.generation, repr(request), profile))
+        if state.infeasible.get(key) == inputs:
+            return None  # nothing changed since this job last did not fit: don't plan again
         decision = plan_placement(snapshot, request, profile, reservations=held)
         if not decision.feasible:
+            state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
             draft.condition("Planned", "False", REASON_INSUFFICIENT_GPUS, _why(decision))
             await write_status(state, key, draft)
             return None
+        state.infeasible.pop(key, None)
         reservation = reservation_of(decision, spec.gpus_per_pod)
         fields = build_plan_status(
             decision,

@@ -292,6 +292,7 @@ async def release(
     key = key_of(body)
     async with state.lock_for(key):
         state.ledger.forget(key)
+        state.infeasible.pop(key, None)
         for pod in await _pods_to_release(body, key, state, views_of):
             if not is_gated(pod):
                 continue
