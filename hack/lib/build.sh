@@ -15,7 +15,7 @@ say() { printf '[build] %s\n' "$*" >&2; }
 die() { printf 'hack/cluster build: %s\n' "$*" >&2; exit 1; }
 
 need_go() {
-  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH (Go 1.23+ is needed to build the control plane)"
+  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH (Go 1.26+ is needed to build the control plane: kwok v0.8.0 and helm v3.22.0 require it)"
 }
 
 have() { # have <dir> <binary>...

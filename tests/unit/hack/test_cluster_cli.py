@@ -53,7 +53,7 @@ def test_build_without_go_toolchain_says_so(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
         "hack/cluster build: no Go toolchain on PATH "
-        "(Go 1.23+ is needed to build the control plane)"
+        "(Go 1.26+ is needed to build the control plane: kwok v0.8.0 and helm v3.22.0 require it)"
     )
 
 
