@@ -12,6 +12,7 @@ from typing import Any
 
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
+from fabricfit.render.kinds import API_VERSIONS
 
 POD_KIND = "Pod"
 
@@ -23,13 +24,15 @@ class KindInfo:
     plural: str
 
 
+# Kubernetes plurals of the workload kinds; their apiVersions are render.kinds.API_VERSIONS.
+PLURALS: dict[str, str] = {
+    "Job": "jobs",
+    "JobSet": "jobsets",
+    "PyTorchJob": "pytorchjobs",
+    "LeaderWorkerSet": "leaderworkersets",
+}
 KINDS: dict[str, KindInfo] = {
-    "Job": KindInfo("Job", "batch/v1", "jobs"),
-    "JobSet": KindInfo("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets"),
-    "PyTorchJob": KindInfo("PyTorchJob", "kubeflow.org/v1", "pytorchjobs"),
-    "LeaderWorkerSet": KindInfo(
-        "LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", "leaderworkersets"
-    ),
+    kind: KindInfo(kind, API_VERSIONS[kind], plural) for kind, plural in PLURALS.items()
 }
 
 
