@@ -72,29 +72,62 @@ _RANK = {key: i for i, key in enumerate(_KEY_ORDER)}
 _RULE_KEY_ORDER = ("rule", "message", "messageExpression", "fieldPath", "reason")
 
 PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
-    {"name": "Workload", "type": "string", "jsonPath": ".status.workload"},
-    {"name": "World", "type": "integer", "jsonPath": ".status.worldSize"},
-    {"name": "Status", "type": "string", "jsonPath": ".status.summary"},
+    {
+        "name": "Workload",
+        "type": "string",
+        "jsonPath": ".status.workload",
+        "description": "Kind/name of the workload placed.",
+    },
+    {
+        "name": "World",
+        "type": "integer",
+        "jsonPath": ".status.worldSize",
+        "description": "Ranks (GPUs) of the job.",
+    },
+    {
+        "name": "Status",
+        "type": "string",
+        "jsonPath": ".status.summary",
+        "description": "Pending, Planned, Placed, Degraded, Invalid or Waiting.",
+    },
     {
         "name": "Step-Comm",
-        "type": "number",
-        "jsonPath": ".status.predicted.stepCommSeconds",
-        "description": "Predicted communication seconds per training step.",
+        "type": "string",
+        "jsonPath": ".status.stepComm",
+        "description": "Predicted communication time per training step.",
     },
-    {"name": "Efficiency", "type": "number", "jsonPath": ".status.efficiency"},
-    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    {"name": "Fabric", "type": "string", "jsonPath": ".status.fabric", "priority": 1},
+    {
+        "name": "Efficiency",
+        "type": "string",
+        "jsonPath": ".status.efficiencyPercent",
+        "description": "Lower bound / predicted step communication (100% = the fabric's best).",
+    },
+    {
+        "name": "Age",
+        "type": "date",
+        "jsonPath": ".metadata.creationTimestamp",
+        "description": "Time since the TrainingTopology was created.",
+    },
+    {
+        "name": "Fabric",
+        "type": "string",
+        "jsonPath": ".status.fabric",
+        "priority": 1,
+        "description": "Fabric profile the plan was priced with.",
+    },
     {
         "name": "Lower-Bound",
-        "type": "number",
-        "jsonPath": ".status.lowerBoundSeconds",
+        "type": "string",
+        "jsonPath": ".status.lowerBound",
         "priority": 1,
+        "description": "Lower bound of the step communication time on this fabric.",
     },
     {
         "name": "Reason",
         "type": "string",
         "jsonPath": ".status.conditions[?(@.type=='Planned')].reason",
         "priority": 1,
+        "description": "Reason of the Planned condition.",
     },
 )
 

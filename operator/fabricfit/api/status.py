@@ -65,8 +65,11 @@ DATE_TIME_PATTERN = (
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
 )
 NodeName = Annotated[str, Field(min_length=1, max_length=253, description="Name of the node.")]
-ReasonText = Annotated[str, Field(max_length=1024)]
-Rank = Annotated[int, Field(ge=0, le=MAX_WORLD_SIZE - 1)]
+ReasonText = Annotated[str, Field(max_length=1024, description="One reason, in plain words.")]
+Rank = Annotated[int, Field(ge=0, le=MAX_WORLD_SIZE - 1, description="A global rank.")]
+# What printer columns show people: a Go-style duration ("489ms", "1.2s") and a whole percent.
+DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(ns|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(s|m))?$"
+PERCENT_PATTERN = r"^[0-9]{1,3}%$"
 
 
 def _map_list(*keys: str) -> JsonDict:
@@ -120,11 +123,21 @@ class NodeReservation(StatusModel):
 class DimensionSeconds(StatusModel):
     """Predicted communication seconds per training step, per parallelism dimension."""
 
-    tensor: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
-    context: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
-    expert: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
-    data: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
-    pipeline: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    tensor: float = Field(
+        default=0.0, ge=0, le=MAX_SECONDS, description="Tensor-parallel collectives, seconds."
+    )
+    context: float = Field(
+        default=0.0, ge=0, le=MAX_SECONDS, description="Context-parallel exchanges, seconds."
+    )
+    expert: float = Field(
+        default=0.0, ge=0, le=MAX_SECONDS, description="Expert-parallel all-to-all, seconds."
+    )
+    data: float = Field(
+        default=0.0, ge=0, le=MAX_SECONDS, description="Data-parallel gradient sync, seconds."
+    )
+    pipeline: float = Field(
+        default=0.0, ge=0, le=MAX_SECONDS, description="Pipeline send/recv, seconds."
+    )
 
 
 class Prediction(StatusModel):
@@ -173,6 +186,24 @@ class TrainingTopologyStatus(StatusModel):
     )
     efficiency: float | None = Field(
         default=None, ge=0, le=1, description="lowerBoundSeconds / predicted.stepCommSeconds."
+    )
+    step_comm: str | None = Field(
+        default=None,
+        max_length=32,
+        pattern=DURATION_PATTERN,
+        description="predicted.stepCommSeconds as a duration for people (e.g. 489ms).",
+    )
+    lower_bound: str | None = Field(
+        default=None,
+        max_length=32,
+        pattern=DURATION_PATTERN,
+        description="lowerBoundSeconds as a duration for people (e.g. 412ms).",
+    )
+    efficiency_percent: str | None = Field(
+        default=None,
+        max_length=4,
+        pattern=PERCENT_PATTERN,
+        description="efficiency as a whole percent, rounded down (e.g. 85%).",
     )
     reasons: tuple[ReasonText, ...] = Field(
         default=(),

@@ -10,6 +10,9 @@ efficiency of the previous one instead of leaving them behind. Lists are capped 
 schema's bounds so the API server never rejects a status write. Conditions and the summary
 are the reconcile's (``reconcile.draft``).
 
+``stepComm``, ``lowerBound`` and ``efficiencyPercent`` repeat the numeric fields for people
+(``489ms``, ``85%``): ``kubectl get tt`` prints them, scripts keep reading the numbers.
+
 ``reservation`` (node → GPUs) is the double-booking guard and comes from
 :func:`reservation_of`; the operator writes it before pinning any pod.
 """
@@ -30,6 +33,31 @@ from fabricfit.placement.decision import PlacementDecision, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS
 
 MAX_REASON_CHARS = 1024
+# Go-style units under a minute, largest first: what `kubectl` users read as durations.
+_SUBMINUTE_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def format_seconds(seconds: float | None) -> str | None:
+    """A duration for people, three significant digits: ``489ms``, ``1.25s``, ``3m12s``."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return None
+    rounded = float(f"{seconds:.3g}")
+    if rounded < 0.5e-9:
+        return "0s"
+    if rounded < 60:
+        unit, scale = next((u, f) for u, f in _SUBMINUTE_UNITS if rounded >= f or u == "ns")
+        return f"{rounded / scale:.3g}{unit}"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes}m" if hours else f"{minutes}m{secs}s"
+
+
+def format_percent(ratio: float | None) -> str | None:
+    """A ratio in [0, 1] as a whole percent, rounded down (``100%`` only when it is 1)."""
+    if ratio is None or not math.isfinite(ratio):
+        return None
+    return f"{math.floor(min(max(ratio, 0.0), 1.0) * 100 + 1e-9)}%"
 
 
 def timestamp(moment: datetime | str) -> str:
@@ -64,6 +92,7 @@ def build_plan_status(
     feasible = decision.feasible
     predicted = _prediction(decision.predicted) if feasible else None
     lower = _seconds(decision.lower_bound.step_comm_seconds) if decision.lower_bound else None
+    efficiency = round(decision.efficiency, 6) if predicted and lower is not None else None
     return {
         "observedGeneration": generation,
         "workload": workload_display,
@@ -78,7 +107,10 @@ def build_plan_status(
         ],
         "predicted": predicted,
         "lowerBoundSeconds": lower if feasible else None,
-        "efficiency": round(decision.efficiency, 6) if predicted and lower is not None else None,
+        "efficiency": efficiency,
+        "stepComm": format_seconds(predicted["stepCommSeconds"]) if predicted else None,
+        "lowerBound": format_seconds(lower) if feasible else None,
+        "efficiencyPercent": format_percent(efficiency),
         "reasons": [r[:MAX_REASON_CHARS] for r in decision.reasons[:MAX_REASONS]],
         "fabric": decision.fabric or None,
         "labelScheme": label_scheme,

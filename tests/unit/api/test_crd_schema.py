@@ -85,10 +85,11 @@ def test_printer_columns_resolve_into_the_schema(schema: dict[str, Any]) -> None
         ("Workload", "string"),
         ("World", "integer"),
         ("Status", "string"),
-        ("Step-Comm", "number"),
-        ("Efficiency", "number"),
+        ("Step-Comm", "string"),
+        ("Efficiency", "string"),
         ("Age", "date"),
     ]
+    assert all(column.get("description") for column in columns), "a column lacks a description"
     for column in columns:
         path = column["jsonPath"].split("[?", 1)[0]
         if path == ".metadata.creationTimestamp":
@@ -97,6 +98,13 @@ def test_printer_columns_resolve_into_the_schema(schema: dict[str, Any]) -> None
         if "[?" in column["jsonPath"]:
             node = node["items"]["properties"]["reason"]
         assert node["type"] == column["type"], column
+
+
+def test_every_status_field_is_described(schema: dict[str, Any]) -> None:
+    undescribed = [
+        path for path, node in nodes(schema["properties"]["status"]) if not node.get("description")
+    ]
+    assert undescribed == []
 
 
 @pytest.mark.parametrize("part", ["spec", "status"])

@@ -15,6 +15,8 @@ from fabricfit.placement.decision import LargestFit, PlacementDecision, StepTime
 from fabricfit.placement.layout import build_layout
 from fabricfit.render.status import (
     build_plan_status,
+    format_percent,
+    format_seconds,
     reservation_of,
     timestamp,
 )
@@ -89,6 +91,9 @@ def test_placed_status() -> None:
         },
         "lowerBoundSeconds": 0.016,
         "efficiency": 0.8,
+        "stepComm": "20ms",
+        "lowerBound": "16ms",
+        "efficiencyPercent": "80%",
         "reasons": ["1 of 8 data-parallel groups span more than one rail group"],
         "fabric": "dgx-h100",
         "labelScheme": "native",
@@ -113,6 +118,9 @@ def test_infeasible_status_clears_the_previous_plan() -> None:
         "predicted": None,
         "lowerBoundSeconds": None,
         "efficiency": None,
+        "stepComm": None,
+        "lowerBound": None,
+        "efficiencyPercent": None,
         "reasons": ["needs 32 free GPUs in 4 nodes; 16 free"],
         "fabric": "dgx-h100",
         "labelScheme": None,
@@ -189,3 +197,46 @@ def test_timestamp(moment: datetime | str, text: str) -> None:
 def test_timestamp_rejects_non_rfc3339() -> None:
     with pytest.raises(ValueError, match="RFC 3339"):
         timestamp("yesterday")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.0, "0s"),
+        (1e-10, "0s"),
+        (3.2e-9, "3.2ns"),
+        (4.5e-5, "45µs"),
+        (0.48887466679759367, "489ms"),
+        (0.9996, "1s"),
+        (1.2549, "1.25s"),
+        (59.9, "59.9s"),
+        (192.4, "3m12s"),
+        (7300.0, "2h1m"),
+    ],
+)
+def test_durations_read_like_kubectl(seconds: float, text: str) -> None:
+    assert format_seconds(seconds) == text
+
+
+@pytest.mark.parametrize("bad", [None, math.nan, math.inf, -1.0])
+def test_no_duration_for_nothing_to_report(bad: float | None) -> None:
+    assert format_seconds(bad) is None
+
+
+@given(st.floats(min_value=0, max_value=1e9, allow_nan=False))
+def test_every_duration_fits_the_status_schema(seconds: float) -> None:
+    text = format_seconds(seconds)
+    assert text is not None
+    TrainingTopologyStatus.model_validate({"stepComm": text, "lowerBound": text})
+
+
+@pytest.mark.parametrize(
+    ("ratio", "text"), [(0.0, "0%"), (0.8, "80%"), (0.8549, "85%"), (0.9999, "99%"), (1.0, "100%")]
+)
+def test_percent_rounds_down(ratio: float, text: str) -> None:
+    assert format_percent(ratio) == text
+
+
+@given(st.floats(min_value=0, max_value=1))
+def test_percent_fits_the_status_schema(ratio: float) -> None:
+    TrainingTopologyStatus.model_validate({"efficiencyPercent": format_percent(ratio)})
