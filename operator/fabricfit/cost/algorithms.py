@@ -9,27 +9,32 @@ fastest, as NCCL's tuner does (``enqueue.cc: topoGetAlgoInfo``). Times are
 bandwidth of the tiers the group crosses:
 
 * ring (AR: 2(n−1) steps, RS/AG: n−1, broadcast/reduce: a pipelined chain): bandwidth-optimal,
-  latency linear in n (Thakur et al. 2005; cost-model.md §4.1);
-* tree (AR): NCCL's double binary tree across domains plus a chain inside each domain, latency
-  logarithmic in the number of domains; bandwidth 0.92 of the tier (tuning.cc) divided by the
-  tree edges the busiest domain carries (``tree_edges``: why 2–3 domains beat the ring, nccl#1801);
-* nvls / nvls-tree (AR, hardware with NVLink SHARP): in-switch reduction in the domain, a tree
-  across domains;
-* hierarchical (AR): reduce-scatter in the domain, all-reduce of 1/m of the buffer per rank on
-  its own rail across domains, all-gather in the domain — sequential phases (2D AR, scaling-book);
+  latency linear in n, every step of a cross-domain ring charged at the network hop;
+* tree (AR, only across domains): NCCL's double binary tree plus a chain inside each domain,
+  latency logarithmic in the number of domains. Auto selection uses NCCL's tuner bandwidth:
+  channels × per-channel bandwidth (doubled at 2 domains, search.cc), ×0.92, capped per channel
+  (``perChMaxTreeBws``), ×0.5 bus→alg, × ``treeCorrectionFactor`` for the size — so a 2–3-domain
+  tree is chosen only when the NICs per channel are slower than the cap (D1). Once chosen (or
+  forced) it is priced at what it really moves: the tier's rate / the edges of the busiest
+  domain (``tree_edges``; nccl#1801 measured tree 1.2× ring on 3 domains);
+* nvls (AR, RS, AG inside one domain with NVLink SHARP) and nvls-tree (AR across domains):
+  in-switch reduction, with a pipeline-fill efficiency from NCCL's channel × head × chunk split
+  (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau;
 * pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
-  over NVLink, the rest over the domain's NICs (cost-model.md §2, §4.2: busbw ≈ N/(N−1) × NIC);
-* p2p (send-recv): one NVLink path, or one NIC (PXN keeps it on-rail; nccl 2.12 blog).
+  over NVLink, the rest over every rank's NIC at the profile's all-to-all efficiency, which
+  decays with the number of domains (incast, PXN forwarding, messages of S/n);
+* p2p (send-recv): one NVLink path, or one NIC (PXN keeps it on-rail; nccl 2.12 blog);
+* hierarchical (AR, only when forced): intra RS, inter AR, intra AG as sequential phases. NCCL
+  does not implement it, so ``auto`` never picks it; it stays as a what-if for ``--algorithm``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 from fabricfit.cost import nccl
-from fabricfit.cost.nccl import LL, SIMPLE, Tiers
+from fabricfit.cost.nccl import LL, LL128, SIMPLE, Tiers
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
 
@@ -43,97 +48,168 @@ class Candidate(NamedTuple):
     latency_s: float  # the α term
     transfer_s: float  # the bytes / bandwidth term
     bottleneck: str  # tier limiting the transfer term
+    # What NCCL's tuner believes the call costs, when that differs from the price (tree):
+    # auto selection keeps such a candidate only if NCCL would pick it. < 0: same as seconds.
+    tuner_s: float = -1.0
 
     @property
     def seconds(self) -> float:
         return self.latency_s + self.transfer_s
 
+    @property
+    def score(self) -> float:
+        return self.tuner_s if self.tuner_s >= 0 else self.seconds
 
-def _ring_bw(bus: float, t: Tiers, proto: int) -> float:
+
+def _ring_bw(bus: float, t: Tiers, proto: int, arch: str) -> float:
     if proto == LL:
         return min(bus * nccl.RING_PROTOCOL_FACTOR[LL], t.ll_cap_gb_per_s)
-    return bus * nccl.RING_PROTOCOL_FACTOR[proto]
+    bw = bus * nccl.RING_PROTOCOL_FACTOR[proto]
+    if proto == LL128 and t.channels:
+        bw = min(bw, t.channels * nccl.PER_CHANNEL_RING_LL128.get(arch, 1e9))
+    return bw
 
 
 def ring(
-    size: int, shape: GroupShape, t: Tiers, steps: int, inter: int, factor: float
+    size: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    t: Tiers,
+    steps: int,
+    inter: int,
+    factor: float,
+    *,
+    allreduce: bool = False,
 ) -> list[Candidate]:
     """Ring with ``steps`` steps of which ``inter`` cross domains; ``factor`` = busbw factor."""
     multi = shape.multi_domain
-    return [
-        Candidate(
-            "ring",
-            nccl.PROTOCOLS[proto],
-            nccl.ring_latency_us(multi, t, steps, inter, proto) * US,
-            factor * size / (_ring_bw(t.ring_gb_per_s, t, proto) * GB),
-            t.ring_tier,
+    out = []
+    for proto in t.protocols:
+        lat = nccl.ring_latency_us(multi, t, steps, inter, proto)
+        # all-reduce (2(n-1) steps) across nodes in Simple: NCCL's ×1.4 once chunks are full
+        if (
+            proto == SIMPLE
+            and multi
+            and allreduce
+            and size >= 64 * shape.ranks * max(t.channels, 1)
+        ):
+            lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
+        bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
+        out.append(
+            Candidate(
+                "ring", nccl.PROTOCOLS[proto], lat * US, factor * size / (bw * GB), t.ring_tier
+            )
         )
-        for proto in t.protocols
-    ]
+    return out
 
 
-def _log2_domains(shape: GroupShape) -> int:
-    return math.ceil(math.log2(shape.domains)) if shape.domains > 1 else 0
+def _tree_tuner_alg_gb_per_s(
+    shape: GroupShape, profile: FabricProfile, t: Tiers, proto: int
+) -> float:
+    """Tree all-reduce algbw as NCCL's tuner computes it (tuning.cc 306-380): one channel per
+    NIC at its rate, doubled at ≤ 2 domains (search.cc:1280), per-channel caps, ×0.5 bus→alg."""
+    index = nccl.node_index(shape)
+    doubled = 2.0 if shape.domains <= 2 else 1.0
+    bus = doubled * t.out_gb_per_s
+    if proto == LL:
+        bus = min(bus / nccl.TREE_LL_DIVISOR, t.ll_cap_gb_per_s)
+    elif proto == LL128:
+        cap = nccl.PER_CHANNEL_TREE_LL128.get(profile.arch, (1e9,) * 3)[index]
+        bus = min(bus * nccl.TREE_LL128_FACTOR, t.channels * cap)
+    else:
+        cap = nccl.PER_CHANNEL_TREE.get(profile.arch, (1e9,) * 3)[index]
+        bus = min(bus * nccl.TREE_SIMPLE_FACTOR, t.channels * cap)
+    return bus / 2
 
 
 def tree_edges(domains: int) -> int:
     """Tree edges the busiest domain carries, summed over NCCL's two binary trees (trees.cc
     ncclGetDtree: the second tree mirrors or shifts the first, so a leaf of one is inner in the
-    other). Each edge moves half the buffer each way: 2 domains → 2 edges (S per direction),
-    3 → 3 (1.5·S), more → 4 (2·S, NCCL's ×0.5 tree bus→alg conversion)."""
+    other). Each edge moves half the buffer each way: 2 domains → 2 edges, 3 → 3, more → 4."""
     return min(domains, 4) if domains > 1 else 0
 
 
-def _tree_alg_gb_per_s(shape: GroupShape, profile: FabricProfile, t: Tiers) -> tuple[float, str]:
-    """Simple-protocol tree all-reduce expressed as algbw (time = S / algbw). Inside a domain
-    the tree is a chain: each GPU port carries the reduce (up) and broadcast (down), 2·S."""
-    chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
-    if not shape.multi_domain:
-        return chain, "nvlink"
-    alg = nccl.TREE_SIMPLE_FACTOR * t.out_gb_per_s * 2 / tree_edges(shape.domains)
-    if shape.max_per_domain > 1 and chain < alg:
-        return chain, "nvlink"
-    return alg, t.out_tier
+def _tree_physical_alg_gb_per_s(t: Tiers, proto: int, domains: int) -> float:
+    """What the tree really moves: the tier's rate × 2 / edges of the busiest domain, with the
+    protocol's efficiency (3 NVL4/NVL8 domains: tree 1.2× ring measured, nccl#1801)."""
+    factor = (1 / nccl.TREE_LL_DIVISOR, nccl.TREE_LL128_FACTOR, nccl.TREE_SIMPLE_FACTOR)[proto]
+    alg = factor * t.out_gb_per_s * 2 / tree_edges(domains)
+    return min(alg, t.ll_cap_gb_per_s / 2) if proto == LL else alg
 
 
 def tree_allreduce(
     size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
 ) -> list[Candidate]:
-    alg, tier = _tree_alg_gb_per_s(shape, profile, t)
-    # relative to Simple: LL busBw/3.8, LL128 ×7/9 on one node (tuning.cc); 0.9 multi-node
-    # stands in for NCCL's per-channel LL128 tree caps
-    ll128 = 0.845 if shape.nodes <= 1 else 0.9
-    factors = (1 / nccl.TREE_LL_DIVISOR / nccl.TREE_SIMPLE_FACTOR, ll128, 1.0)
-    log_domains = _log2_domains(shape)
+    """Priced at the physical rate (at most twice the tuner's, so sizes stay monotone), kept
+    by auto selection only where NCCL's tuner, with its per-channel caps, would choose it."""
+    if not shape.multi_domain:
+        return []
+    log_domains = nccl.log2_domains(shape)
+    chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
     out = []
     for proto in t.protocols:
         intra = nccl.NVLINK_US["tree"][proto] * t.nvlink_scale
         inter = nccl.NET_US["tree"][proto] * t.net_scale + t.spine_us
         hops = (shape.max_per_domain - 1) * intra + log_domains * inter
-        lat = nccl.BASE_US["tree"][proto] + 2 * hops
-        bw = alg * factors[proto]
-        if proto == LL:
-            bw = min(bw, t.ll_cap_gb_per_s / 2)
-        out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat * US, size / (bw * GB), tier))
+        lat = (nccl.BASE_US["tree"][proto] * t.base_scale + t.net_base_us + 2 * hops) * US
+        correction = nccl.tree_correction(size, proto)
+        tuner = _tree_tuner_alg_gb_per_s(shape, profile, t, proto)
+        alg = min(_tree_physical_alg_gb_per_s(t, proto, shape.domains), 2 * tuner)
+        tier = t.out_tier
+        if shape.max_per_domain > 1 and chain < alg:
+            alg, tier = chain, "nvlink"
+        tuner = min(tuner, chain) if shape.max_per_domain > 1 else tuner
+        tuner_s = lat + size / (tuner * correction * GB)
+        transfer = size / (alg * correction * GB)
+        out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier, tuner_s))
     return out
 
 
-def nvls_allreduce(
+def _fill_s(size: int, transfer_s: float, profile: FabricProfile, loop_bytes: int) -> float:
+    """Pipeline fill: L = size/loop loops run at L/(L + d) of the plateau, i.e. d loops' worth
+    of extra time at the call's own rate."""
+    return profile.pipeline_fill_loops * loop_bytes / size * transfer_s
+
+
+def nvls(
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, collective_factor: float
+) -> list[Candidate]:
+    """NVLS inside one domain (AR, and RS/AG up to 32 local ranks); Simple only."""
+    m = shape.max_per_domain
+    if not profile.nvls or shape.multi_domain or m < 2:
+        return []
+    if collective_factor < 1.0 and m > nccl.NVLS_MAX_HEADS:
+        return []
+    transfer = size / (nccl.nvls_algbw_gb_per_s(m, profile) * GB)
+    loop = nccl.nvls_loop_bytes(size, nccl.nvls_channels(profile, False), min(m, 32))
+    fill = _fill_s(size, transfer, profile, loop)
+    return [Candidate("nvls", "Simple", profile.nvls_latency_us * US, transfer + fill, "nvlink")]
+
+
+def nvls_tree_allreduce(
     size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
 ) -> list[Candidate]:
-    """NVLS in one domain; NVLS-tree (NVLS inside, tree across) over several. Simple only."""
-    if not profile.nvls or shape.max_per_domain < 2:
+    """NVLS inside each domain, a tree across (tuning.cc 311-322): inter busbw = NIC egress
+    (×2 at ≤ 2 domains), capped per channel, no 0.92 and bus→alg nRanks/nsteps (D2)."""
+    m = shape.max_per_domain
+    if not profile.nvls or not shape.multi_domain or m < 2:
         return []
-    intra_lat = nccl.NVLINK_US["nvls"][SIMPLE] * t.nvlink_scale
-    intra_s = size / (nccl.nvls_algbw_gb_per_s(shape.max_per_domain, profile) * GB)
-    if not shape.multi_domain:
-        return [Candidate("nvls", "Simple", intra_lat * US, intra_s, "nvlink")]
-    edges = tree_edges(shape.domains)
-    inter_s = edges / 2 * size / (nccl.TREE_SIMPLE_FACTOR * t.out_gb_per_s * GB)
+    n = shape.ranks
+    channels = nccl.nvls_channels(profile, True)
+    doubled = 2.0 if shape.domains <= 2 else 1.0
+    cap = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)[nccl.node_index(shape)]
+    inter_bus = min(doubled * t.out_gb_per_s, channels * cap)
+    inter_s = 2 * (n - 1) / n * size / (inter_bus * GB)
+    intra_s = size / (nccl.nvls_algbw_gb_per_s(m, profile) * GB)
+    transfer = max(intra_s, inter_s)
+    if profile.arch == "blackwell" and profile.gpus_per_nvlink_domain == profile.gpus_per_node:
+        transfer /= nccl.tree_correction(size, SIMPLE)  # x86 Blackwell (tuning.cc:645)
+    loop = nccl.nvls_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS))
     inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us
-    lat = nccl.BASE_US["nvls-tree"][SIMPLE] + intra_lat + 2 * _log2_domains(shape) * inter_hop
+    lat = profile.nvls_latency_us + t.net_base_us + 2 * nccl.log2_domains(shape) * inter_hop
     bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
-    return [Candidate("nvls-tree", "Simple", lat * US, max(intra_s, inter_s), bottleneck)]
+    seconds = transfer + _fill_s(size, transfer, profile, loop)
+    return [Candidate("nvls-tree", "Simple", lat * US, seconds, bottleneck)]
 
 
 def hierarchical_allreduce(
@@ -155,9 +231,18 @@ def pat(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
     if shape.nodes != n or not shape.multi_domain:
         return []
     net = nccl.NET_US["pat"][SIMPLE] * t.net_scale + t.spine_us
-    lat = nccl.BASE_US["pat"][SIMPLE] + _log2_domains(shape) * net / 3.5 + 2.8 * n
+    base = nccl.BASE_US["pat"][SIMPLE] * t.base_scale + t.net_base_us
+    lat = base + nccl.log2_domains(shape) * net / 3.5 + 2.8 * n * t.nvlink_scale
     transfer = (n - 1) / n * size / (t.ring_gb_per_s * nccl.PAT_FACTOR * GB)
     return [Candidate("pat", "Simple", lat * US, transfer, t.ring_tier)]
+
+
+def alltoall_efficiency(shape: GroupShape, profile: FabricProfile) -> float:
+    """Fraction of every rank's NIC a cross-domain all-to-all reaches: the profile's figure at
+    two domains, decaying as (2/domains)^decay with more (incast, PXN forwarding)."""
+    if shape.domains <= 2:
+        return profile.alltoall_efficiency
+    return float(profile.alltoall_efficiency * (2 / shape.domains) ** profile.alltoall_decay)
 
 
 def pairwise_alltoall(
@@ -166,27 +251,32 @@ def pairwise_alltoall(
     n, m = shape.ranks, shape.max_per_domain
     nvl_s = size * (m - 1) / n / (profile.nvlink_ring_gb_per_s * GB)
     net_s, tier = 0.0, "nvlink"
-    if shape.multi_domain:
-        net_s = m * size * (n - m) / n / (t.p2p_out_gb_per_s * GB)
+    multi = shape.multi_domain
+    if multi:
+        net_bw = t.p2p_out_gb_per_s * alltoall_efficiency(shape, profile)
+        net_s = m * size * (n - m) / n / (net_bw * GB)
         if net_s > nvl_s:
             tier = t.p2p_tier
-    multi = shape.multi_domain
-    hop_table = nccl.NET_US if multi else nccl.NVLINK_US
-    scale = t.net_scale if multi else t.nvlink_scale
     # NCCL all-to-all is grouped send/recv without a tuner model: one p2p latency plus a
-    # per-peer issue cost (assumed equal to one NVLink LL hop, 0.6 µs, tuning.cc)
+    # per-peer issue cost (one NVLink LL step each)
     issue_us = (n - 1) * nccl.NVLINK_US["ring"][LL] * t.nvlink_scale
     out = []
     for proto in (LL, SIMPLE):
-        lat = nccl.BASE_US["ring"][proto] + hop_table["ring"][proto] * scale + issue_us + t.spine_us
+        hop = nccl.ring_latency_us(multi, t, 1, 1 if multi else 0, proto)
         slow = 1 / nccl.RING_PROTOCOL_FACTOR[proto]
         out.append(
-            Candidate("pairwise", nccl.PROTOCOLS[proto], lat * US, slow * max(nvl_s, net_s), tier)
+            Candidate(
+                "pairwise",
+                nccl.PROTOCOLS[proto],
+                (hop + issue_us) * US,
+                slow * max(nvl_s, net_s),
+                tier,
+            )
         )
     return out
 
 
-def send_recv(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
+def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> list[Candidate]:
     """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
@@ -195,7 +285,7 @@ def send_recv(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
             "p2p",
             nccl.PROTOCOLS[proto],
             nccl.ring_latency_us(multi, t, 1, 1 if multi else 0, proto) * US,
-            size / (_ring_bw(t.one_nic_gb_per_s, t, proto) * GB),
+            size / (_ring_bw(t.one_nic_gb_per_s, t, proto, profile.arch) * GB),
             tier,
         )
         for proto in t.protocols

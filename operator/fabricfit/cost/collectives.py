@@ -84,25 +84,38 @@ def bus_factor(collective: Collective, ranks: int) -> float:
 
 
 def _gpu_candidates(
-    collective: Collective, size: int, shape: GroupShape, profile: FabricProfile, load: float
+    collective: Collective,
+    size: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    load: float,
+    algorithm: str,
 ) -> list[Candidate]:
+    """The candidates NCCL enables for this collective and scope (tuning.cc enable rules)."""
     n, d = shape.ranks, shape.domains
     factor = bus_factor(collective, n)
     t = nccl.tiers(shape, profile, load)
     if collective is Collective.ALL_REDUCE:
-        return [
-            *alg.ring(size, shape, t, 2 * (n - 1), 2 * (d - 1), factor),
+        found = [
+            *alg.ring(size, shape, profile, t, 2 * (n - 1), 2 * (d - 1), factor, allreduce=True),
             *alg.tree_allreduce(size, shape, profile, t),
-            *alg.nvls_allreduce(size, shape, profile, t),
-            *alg.hierarchical_allreduce(size, shape, profile, t),
+            *alg.nvls(size, shape, profile, t, factor),
+            *alg.nvls_tree_allreduce(size, shape, profile, t),
         ]
+        if algorithm == "hierarchical":  # not an NCCL algorithm: only when asked for
+            found += alg.hierarchical_allreduce(size, shape, profile, t)
+        return found
     if collective in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER):
-        return [*alg.ring(size, shape, t, n - 1, d - 1, factor), *alg.pat(size, shape, t)]
+        return [
+            *alg.ring(size, shape, profile, t, n - 1, d - 1, factor),
+            *alg.pat(size, shape, t),
+            *alg.nvls(size, shape, profile, t, factor),
+        ]
     if collective is Collective.ALL_TO_ALL:
         return alg.pairwise_alltoall(size, shape, profile, t)
     if collective is Collective.SEND_RECV:
-        return alg.send_recv(size, shape, t)
-    return alg.ring(size, shape, t, n - 1, d - 1, factor)
+        return alg.send_recv(size, shape, profile, t)
+    return alg.ring(size, shape, profile, t, n - 1, d - 1, factor)
 
 
 def _pick(
@@ -111,6 +124,12 @@ def _pick(
     if algorithm != "auto":
         allowed = _FAMILY.get(algorithm, (algorithm,))
         candidates = [c for c in candidates if c.algorithm in allowed]
+    else:
+        # a candidate priced apart from NCCL's belief (tree) runs only where NCCL picks it
+        plain = [c.seconds for c in candidates if c.tuner_s < 0]
+        if plain:
+            best_plain = min(plain)
+            candidates = [c for c in candidates if c.tuner_s < 0 or c.tuner_s <= best_plain]
     if not candidates:
         raise CostError(
             f"algorithm {algorithm!r} does not apply to {collective} on {profile.name} "
@@ -135,7 +154,7 @@ def _estimate(
     if profile.torus is not None:
         candidates = torus_candidates(collective.value, size, shape, profile, load)
     else:
-        candidates = _gpu_candidates(collective, size, shape, profile, load)
+        candidates = _gpu_candidates(collective, size, shape, profile, load, algorithm)
     best = _pick(candidates, algorithm, collective, profile)
     algbw = size / best.seconds / 1e9
     return CollectiveEstimate(

@@ -1,28 +1,34 @@
-"""NCCL's tuning constants and the per-tier bandwidths a communicator can reach.
+"""NCCL's tuning rules and the per-tier bandwidths and latencies a communicator can reach.
 
 Theory of operation
 -------------------
 NCCL picks an (algorithm, protocol) pair per call by evaluating, for each enabled pair,
 ``time = latency + bytes / bandwidth`` and taking the minimum (``enqueue.cc``,
-``tuning.cc: ncclTopoGetAlgoTime``). The latency is a base per (algorithm, protocol) plus a
-per-hop hardware latency per step, different on NVLink and on the network; the bandwidth is the
-graph's link bandwidth times a protocol factor (LL carries 8-byte flag+data lines, 50 %; LL128
-120/128 useful bytes, modelled 0.92; Simple full bandwidth with more synchronisation). The tables
-below are NCCL 2.30.7's (``src/graph/tuning.cc`` @5067397c, reproduced in
-``docs/reference/cost-model.md`` §1.2–1.5). Hardware per-hop latencies of a profile scale NCCL's
-NVLink / NET columns, so a slower network in a custom profile slows every protocol alike.
+``tuning.cc: ncclTopoGetAlgoTime``). Its *structure* is kept here: which algorithm exists for
+which collective and scope, the protocol factors (LL 50 %, LL128 120/128 ≈ 0.92, Simple 1),
+the per-channel bandwidth caps (``perChMaxTreeBws`` …), the tree's size correction
+(``treeCorrectionFactor``) and how steps add latency. NCCL 2.30.7's tables
+(``src/graph/tuning.cc`` @5067397c) are reproduced below.
 
-Bandwidth of the tiers (cost-model.md §4.3, §7): a ring that stays in one NVLink domain runs at
-the NVLink ring rate; a ring across domains enters and leaves each domain once per channel, so
-its bus bandwidth is the domain's NIC egress (NICs the group can drive × per-NIC rate, at most
-the NICs NCCL's channels reach from one domain), bounded by NVLink ``B·m/(m−1)`` for the m ranks
-chained inside the domain; traffic that leaves a rail
-group or changes rails crosses the spine and pays the oversubscription of the tiers it climbs;
-``load`` groups sharing the busiest NIC split it evenly.
+Its latency *constants* are selection heuristics, not wall time (nccl-tests overlaps launches;
+network steps cost more than NCCL assumes once NIC, PCIe and proxy are in the path), so the
+wall-time latency comes from the profile, fitted per tier from measured small-message curves:
+``base_latency_us`` per call and ``nvlink_hop_latency_us`` per step inside an NVLink domain,
+``net_base_latency_us`` per call and ``net_hop_latency_us`` per step once the call crosses NICs.
+NCCL's per-protocol and per-algorithm tables are kept as *ratios* to the ring-LL entries the
+profile replaces, so LL128 and Simple stay proportionally slower to start, as in NCCL.
+
+Bandwidth of the tiers: a ring that stays in one NVLink domain runs at the NVLink ring rate; a
+ring across domains enters and leaves each domain once per channel, so its bus bandwidth is the
+domain's NIC egress (NICs the group can drive × per-NIC rate, at most the NICs NCCL's channels
+reach from one domain), bounded by NVLink ``B·m/(m−1)`` for the m ranks chained inside the
+domain; traffic that leaves a rail group or changes rails crosses the spine and pays the
+oversubscription of the tiers it climbs; ``load`` groups sharing the busiest NIC split it evenly.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Final, NamedTuple
 
 from fabricfit.cost.shape import GroupShape
@@ -36,42 +42,93 @@ BASE_US: Final[dict[str, tuple[float, float, float]]] = {
     "ring": (6.6, 14.0, 8.4),
     "tree": (6.8, 14.0, 8.4),
     "pat": (8.0, 8.0, 8.0),
-    "nvls": (0.0, 0.0, 0.0),
-    "nvls-tree": (0.0, 0.0, 0.0),
 }
 # Per-hop hardware latency (µs) on NVLink and on the network (tuning.cc hwLatencies).
 NVLINK_US: Final[dict[str, tuple[float, float, float]]] = {
     "ring": (0.6, 1.9, 3.4),
     "tree": (0.6, 1.25, 4.0),
     "pat": (4.0, 4.0, 4.0),
-    "nvls": (25.0, 25.0, 25.0),
-    "nvls-tree": (25.0, 25.0, 25.0),
 }
 NET_US: Final[dict[str, tuple[float, float, float]]] = {
     "ring": (2.7, 4.0, 14.0),
     "tree": (5.0, 8.5, 14.0),
     "pat": (14.0, 14.0, 14.0),
-    "nvls": (18.0, 18.0, 18.0),
     "nvls-tree": (20.9, 20.9, 20.9),
 }
-# getNetOverhead: 1 µs on x86 (×3 for Simple) — a floor on intra-node steps of multi-node rings.
-NET_OVERHEAD_US: Final = (1.0, 1.0, 3.0)
-# NCCL's reference per-hop values the profile's latencies are relative to (ring LL column).
+# The entries the profile's wall-time latencies stand for (ring LL); the rest scale with them.
+NCCL_BASE_US: Final = 6.6
 NCCL_NVLINK_HOP_US: Final = 0.6
 NCCL_NET_HOP_US: Final = 2.7
+# Ring Simple all-reduce across nodes: latency ×1.4 once bytes/(channels·ranks) >= 64 (SM80+).
+RING_SIMPLE_MULTI_NODE_FACTOR: Final = 1.4
 
 # Ring protocol bandwidth factors (tuning.cc: LL 0.5·busBw, LL128 0.92·busBw, Simple 1).
 RING_PROTOCOL_FACTOR: Final = (0.5, 0.92, 1.0)
 # LL bus-bandwidth ceiling (GB/s), llMaxBws: single node by architecture; multi-node rows
-# reachable on x86 are 39 (2 nodes) and 20.4 (more) (cost-model.md §1.4).
+# reachable on x86 are 39 (2 nodes) and 20.4 (more) (tuning.cc llMaxBws).
 LL_MAX_ONE_NODE_GB_PER_S: Final = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "tpu": 1e9}
 LL_MAX_TWO_NODES_GB_PER_S: Final = 39.0
 LL_MAX_MANY_NODES_GB_PER_S: Final = 20.4
-# Tree bandwidth: Simple 0.92·busBw; LL busBw/3.8; LL128 ×7/9 on one node, ×120/128 otherwise.
+# Per-channel caps (GB/s) by architecture, indexed [1 node, 2 nodes, more] (tuning.cc).
+PER_CHANNEL_TREE: Final = {
+    "ampere": (24.0, 23.6, 17.8),
+    "hopper": (38.7, 41.4, 36.0),
+    "blackwell": (70.0, 42.8, 24.0),
+}
+PER_CHANNEL_TREE_LL128: Final = {
+    "ampere": (20.0, 20.0, 20.0),
+    "hopper": (36.7, 36.7, 29.0),
+    "blackwell": (55.6, 31.67, 20.0),
+}
+PER_CHANNEL_RING_LL128: Final = {"ampere": 20.0, "hopper": 36.7, "blackwell": 40.0}
+PER_CHANNEL_NVLS_TREE: Final = {"hopper": (0.0, 57.7, 45.5), "blackwell": (0.0, 96.0, 80.0)}
+# Tree: Simple 0.92·busBw; LL busBw/3.8; LL128 ×120/128 across nodes; bus→alg ×0.5.
 TREE_SIMPLE_FACTOR: Final = 0.92
 TREE_LL_DIVISOR: Final = 3.8
+TREE_LL128_FACTOR: Final = 120 / 128
+# treeCorrectionFactor[proto][log2(bytes/64)] for 64 B … 256 MiB (tuning.cc); 1 beyond.
+TREE_CORRECTION: Final = (
+    (1, 1, 1, 1, .9, .8, .7, .7, .7, .7, .6, .5,
+     .4, .4, .5, .6, .7, .8, .9, 1, 1, 1, 1, 1),
+    (1, 1, 1, 1, 1, .9, .8, .8, .8, .7, .6, .6,
+     .6, .6, .6, .6, .8, .9, .9, .9, .9, 1, 1, 1),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)  # fmt: skip
 # PAT (RS/AG, one rank per node): ×0.75 of the ring bandwidth (tuning.cc).
 PAT_FACTOR: Final = 0.75
+# NVLS work split (enqueue.cc): channels × heads concurrent ops, heads ≤ 32 (NCCL_MAX_NVLS_ARITY);
+# channels 16 on Hopper, 24 on a Blackwell NVLink domain, 32 across Blackwell domains (nvls.cc).
+NVLS_MAX_HEADS: Final = 32
+NVLS_CHUNK_BYTES: Final = 128 << 10
+NVLS_CHUNK_STEPS: Final = (64, 8, 2)  # halve the chunk while bytes < k × ops × chunk
+
+
+def nvls_channels(profile: FabricProfile, multi_domain: bool) -> int:
+    if profile.arch == "blackwell":
+        return 32 if multi_domain else 24
+    return 16
+
+
+def node_index(shape: GroupShape) -> int:
+    """Column of NCCL's per-node-count tables: 1 node, 2 nodes, more (domains count as nodes)."""
+    return 0 if shape.domains <= 1 else 1 if shape.domains == 2 else 2
+
+
+def tree_correction(size: int, proto: int) -> float:
+    index = (size >> 6).bit_length() - 1
+    table = TREE_CORRECTION[proto]
+    return float(table[index]) if 0 <= index < len(table) else 1.0
+
+
+def nvls_loop_bytes(size: int, channels: int, heads: int) -> int:
+    """Bytes NVLS moves per loop (channels × heads × chunk), after NCCL's chunk shrinking."""
+    ops = channels * heads
+    chunk = NVLS_CHUNK_BYTES
+    for k in NVLS_CHUNK_STEPS:
+        if size < k * ops * chunk:
+            chunk //= 2
+    return ops * chunk
 
 
 def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
@@ -80,14 +137,6 @@ def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
     if profile.arch == "ampere" and shape.multi_domain:
         return (LL, SIMPLE)
     return (LL, LL128, SIMPLE)
-
-
-def nvlink_scale(profile: FabricProfile) -> float:
-    return profile.nvlink_hop_latency_us / NCCL_NVLINK_HOP_US
-
-
-def net_scale(profile: FabricProfile) -> float:
-    return profile.net_hop_latency_us / NCCL_NET_HOP_US
 
 
 def spine_extra_us(shape: GroupShape, profile: FabricProfile) -> float:
@@ -104,15 +153,21 @@ def ll_cap_gb_per_s(shape: GroupShape, profile: FabricProfile) -> float:
     return LL_MAX_TWO_NODES_GB_PER_S if shape.nodes == 2 else LL_MAX_MANY_NODES_GB_PER_S
 
 
+def channel_nics(shape: GroupShape, profile: FabricProfile) -> float:
+    """NICs (= inter-domain channels of NCCL's graph) one collective drives out of a domain."""
+    nics: float = shape.min_nics_per_domain
+    if profile.max_collective_nics_per_domain:
+        nics = min(nics, profile.max_collective_nics_per_domain)
+    return nics
+
+
 def scaleout_gb_per_s(
     shape: GroupShape, profile: FabricProfile, load: float, *, channels: bool = True
 ) -> tuple[float, str]:
     """Bus bandwidth of the inter-domain tier for this group, and the tier that limits it.
     ``channels``: ring/tree traffic leaves a domain through one NIC per NCCL channel, so the
     profile's per-domain NIC bound applies; p2p-based all-to-all uses every rank's own NIC."""
-    nics: float = shape.min_nics_per_domain
-    if channels and profile.max_collective_nics_per_domain:
-        nics = min(nics, profile.max_collective_nics_per_domain)
+    nics = channel_nics(shape, profile) if channels else shape.min_nics_per_domain
     nic = nics * profile.nic_gb_per_s / load
     if not shape.crosses_spine:
         return nic, "nic"
@@ -153,10 +208,13 @@ class Tiers(NamedTuple):
     one_nic_gb_per_s: float  # a single NIC path (send-recv)
     ring_gb_per_s: float
     ring_tier: str
-    spine_us: float  # extra switch latency per network step
+    channels: float  # inter-domain channels (one per NIC driven), for the per-channel caps
     ll_cap_gb_per_s: float
-    nvlink_scale: float
-    net_scale: float
+    base_scale: float  # wall-time base latency / NCCL's
+    nvlink_scale: float  # wall-time NVLink step / NCCL's
+    net_scale: float  # wall-time network step / NCCL's
+    net_base_us: float  # per call once NICs are crossed
+    spine_us: float  # extra switch latency per network step
     protocols: tuple[int, ...]
 
 
@@ -176,10 +234,13 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
         one_nic_gb_per_s=one,
         ring_gb_per_s=ring,
         ring_tier=ring_tier,
-        spine_us=spine_extra_us(shape, profile),
+        channels=channel_nics(shape, profile) if multi else 0.0,
         ll_cap_gb_per_s=ll_cap_gb_per_s(shape, profile),
-        nvlink_scale=nvlink_scale(profile),
-        net_scale=net_scale(profile),
+        base_scale=profile.base_latency_us / NCCL_BASE_US,
+        nvlink_scale=profile.nvlink_hop_latency_us / NCCL_NVLINK_HOP_US,
+        net_scale=profile.net_hop_latency_us / NCCL_NET_HOP_US,
+        net_base_us=profile.net_base_latency_us if multi else 0.0,
+        spine_us=spine_extra_us(shape, profile),
         protocols=protocols(shape, profile),
     )
 
@@ -187,9 +248,16 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
 def ring_latency_us(
     multi_domain: bool, t: Tiers, steps: int, inter_steps: int, proto: int
 ) -> float:
-    """NCCL ring latency: base + intra steps × NVLink hop + inter steps × (NET hop + switches)."""
+    """Ring latency: base + steps × per-step hop. Inside one domain a step is an NVLink hop;
+    across domains the ring's steps run in lock-step, so every step waits for the slowest hop
+    it crosses — the network one (NCCL sums hop types instead, tuning.cc)."""
+    base = BASE_US["ring"][proto] * t.base_scale
     intra = NVLINK_US["ring"][proto] * t.nvlink_scale
-    if multi_domain:
-        intra = max(intra, NET_OVERHEAD_US[proto])
+    if not multi_domain or inter_steps == 0:
+        return base + steps * intra
     inter = NET_US["ring"][proto] * t.net_scale + t.spine_us
-    return BASE_US["ring"][proto] + (steps - inter_steps) * intra + inter_steps * inter
+    return base + t.net_base_us + steps * max(intra, inter)
+
+
+def log2_domains(shape: GroupShape) -> int:
+    return math.ceil(math.log2(shape.domains)) if shape.domains > 1 else 0

@@ -12,7 +12,13 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   spine (traffic crossing spine blocks), per-hop switch latency;
 * TPU: torus shape of the pod, one-way ICI bandwidth per link, the wraparound rule, OCS, DCN;
 * optional ``max_collective_nics_per_domain``: how many NICs one NCCL collective actually drives
-  out of a large NVLink domain (channels map to NICs; binds on GB200 NVL72, not on 8-GPU nodes).
+  out of a large NVLink domain (channels map to NICs; binds on GB200 NVL72, not on 8-GPU nodes);
+* optional wall-time latencies fitted per tier (``base_latency_us`` per call inside a domain,
+  ``net_base_latency_us`` added when the call crosses NICs, ``nvls_latency_us`` for NVLink SHARP)
+  next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``)
+  and the cross-domain all-to-all efficiency and its decay with domain count
+  (``alltoall_efficiency``, ``alltoall_decay``). Their defaults are NCCL's own constants or
+  neutral values, so a profile written before they existed still loads and means the same.
 
 Every number carries its source in the preset YAML files (``presets/*.yaml``, key ``sources``);
 the reference notes with the same citations are ``docs/reference/cost-model.md``. Custom
@@ -83,6 +89,18 @@ class FabricProfile:
     # NICs one collective drives out of one NVLink domain (NCCL maps each channel to one NIC and
     # bounds the channel count); 0 = every NIC the group owns. Binds only on large domains.
     max_collective_nics_per_domain: float = 0.0
+    # Wall-time latency per call (µs) inside one NVLink domain; NCCL's ring LL base by default.
+    base_latency_us: float = 6.6
+    # Extra wall time per call once the call crosses NICs (proxy, PCIe, NIC doorbells).
+    net_base_latency_us: float = 0.0
+    # NVLS / NVLS-tree per-call latency inside the domain (NCCL's tuner uses 25 µs).
+    nvls_latency_us: float = 25.0
+    # NVLS pipeline fill: efficiency L/(L + d) with L = bytes / (channels·heads·chunk) loops.
+    pipeline_fill_loops: float = 4.0
+    # Cross-domain all-to-all: fraction of every rank's NIC reached at 2 domains, and the
+    # exponent of its decay with more domains (efficiency × (2/domains)^decay).
+    alltoall_efficiency: float = 1.0
+    alltoall_decay: float = 0.0
     torus: TorusSpec | None = None
     description: str = ""
     sources: tuple[str, ...] = ()
@@ -110,7 +128,19 @@ class FabricProfile:
         return self.torus is not None
 
 
-_OPTIONAL = ("max_collective_nics_per_domain", "torus", "description", "sources")
+# Optional numeric fields: (low, high) accepted range; absent means the dataclass default.
+OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {
+        "max_collective_nics_per_domain": (0.0, 65_536.0),
+        "base_latency_us": (0.0, 10_000.0),
+        "net_base_latency_us": (0.0, 10_000.0),
+        "nvls_latency_us": (0.0, 10_000.0),
+        "pipeline_fill_loops": (0.0, 1_000.0),
+        "alltoall_efficiency": (0.01, 1.0),
+        "alltoall_decay": (0.0, 4.0),
+    }
+)
+_OPTIONAL = (*OPTIONAL_RANGES, "torus", "description", "sources")
 _GPU_REQUIRED = tuple(f.name for f in fields(FabricProfile) if f.name not in (*_OPTIONAL, "_hash"))
 _TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
 
@@ -137,8 +167,9 @@ def _integer(doc: Mapping[str, Any], key: str, *, low: int, high: int) -> int:
     return value
 
 
-def _optional_number(doc: Mapping[str, Any], key: str) -> float:
-    return _number(doc, key, low=0.0, high=65_536) if key in doc else 0.0
+def _optional_numbers(doc: Mapping[str, Any]) -> dict[str, float]:
+    low_high = OPTIONAL_RANGES.items()
+    return {k: _number(doc, k, low=lo, high=hi) for k, (lo, hi) in low_high if k in doc}
 
 
 def _flag(doc: Mapping[str, Any], key: str) -> bool:
@@ -231,7 +262,7 @@ def _build(doc: Mapping[str, Any], name: str, arch: str, torus: TorusSpec | None
         nvlink_hop_latency_us=_number(doc, "nvlink_hop_latency_us", low=0.0, high=1_000),
         net_hop_latency_us=_number(doc, "net_hop_latency_us", low=0.0, high=10_000),
         switch_hop_latency_us=_number(doc, "switch_hop_latency_us", low=0.0, high=1_000),
-        max_collective_nics_per_domain=_optional_number(doc, "max_collective_nics_per_domain"),
+        **_optional_numbers(doc),
         torus=torus,
         description=description,
         sources=_parse_sources(doc),

@@ -1,0 +1,1 @@
+"""Calibration (pure): turn measured nccl-tests output into a fitted fabric profile."""

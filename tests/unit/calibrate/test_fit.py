@@ -1,0 +1,127 @@
+"""The fitter: recovers parameters from data it generated, leaves unconstrained ones alone,
+never fits on held-out rows, is deterministic, and reads parsed logs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import pytest
+
+from fabricfit.calibrate.fit import (
+    FitError,
+    Measurement,
+    fit_profile,
+    fittable_fields,
+    measurements_from_log,
+    predict,
+)
+from fabricfit.cost import Collective
+from fabricfit.fabric.profiles import get_profile
+
+H100 = get_profile("dgx-h100")
+SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30]
+
+
+def synthetic(profile, collective, nodes, gpus, sizes=SIZES):  # type: ignore[no-untyped-def]
+    """Rows the model itself predicts on ``profile`` (what a perfect fit must reproduce)."""
+    rows = []
+    for size in sizes:
+        probe = Measurement(collective, size, nodes, gpus, 1.0, 1.0, "synthetic")
+        row = predict(profile, probe)
+        rows.append(
+            dataclasses.replace(
+                probe, busbw_gb_per_s=row.predicted_busbw_gb_per_s, time_us=row.predicted_time_us
+            )
+        )
+    return rows
+
+
+def test_fit_recovers_the_parameters_that_made_the_data() -> None:
+    truth = dataclasses.replace(
+        H100, nic_efficiency=0.8, net_hop_latency_us=6.0, base_latency_us=4.0
+    )
+    rows = [
+        *synthetic(truth, Collective.ALL_REDUCE, 1, 8),
+        *synthetic(truth, Collective.ALL_GATHER, 4, 8),
+        *synthetic(truth, Collective.SEND_RECV, 2, 1),
+    ]
+    result = fit_profile(H100, rows, name="mine")
+    assert result.profile.name == "mine"
+    assert result.median_abs_error < 0.02
+    assert result.profile.nic_efficiency == pytest.approx(0.8, rel=0.03)
+    assert "nic_efficiency" in result.fitted_fields
+    assert all(r.fitted for r in result.rows)
+
+
+def test_fields_the_rows_do_not_constrain_keep_their_base_value() -> None:
+    rows = synthetic(dataclasses.replace(H100, nvlink_efficiency=0.7), Collective.ALL_GATHER, 1, 8)
+    result = fit_profile(H100, rows)
+    for name in ("nic_efficiency", "net_hop_latency_us", "alltoall_efficiency"):
+        assert getattr(result.profile, name) == getattr(H100, name)
+    assert result.profile.nvlink_efficiency == pytest.approx(0.7, rel=0.03)
+
+
+def test_held_out_rows_are_reported_but_never_fitted_on() -> None:
+    truth = dataclasses.replace(H100, nic_efficiency=0.7)
+    fit_rows = synthetic(truth, Collective.ALL_REDUCE, 2, 8)
+    held = synthetic(truth, Collective.ALL_REDUCE, 8, 8)
+    alone = fit_profile(H100, fit_rows)
+    both = fit_profile(H100, fit_rows, held_out=held)
+    assert both.profile == alone.profile  # deterministic and blind to held-out rows
+    assert [r.fitted for r in both.rows] == [True] * len(fit_rows) + [False] * len(held)
+    assert both.held_out_worst_abs_error >= both.held_out_median_abs_error >= 0
+
+
+def test_error_is_signed_relative_busbw_error() -> None:
+    m = Measurement(Collective.ALL_REDUCE, 1 << 30, 1, 8, 1.0, 1.0, "")
+    row = predict(H100, m)
+    slow = dataclasses.replace(m, time_us=2 * row.predicted_time_us)
+    assert predict(H100, slow).error == pytest.approx(1.0)  # predicted busbw is twice measured
+    busbw_only = dataclasses.replace(m, time_us=0.0, busbw_gb_per_s=row.predicted_busbw_gb_per_s)
+    assert predict(H100, busbw_only).error == pytest.approx(0.0, abs=1e-9)
+
+
+def test_torus_profiles_have_nothing_to_fit_and_bad_rows_are_refused() -> None:
+    assert fittable_fields(get_profile("tpu-v5e")) == ()
+    assert "nvls_latency_us" not in fittable_fields(get_profile("dgx-a100"))
+    with pytest.raises(FitError):
+        fit_profile(H100, [])
+    with pytest.raises(FitError, match="2 ranks"):
+        predict(H100, Measurement(Collective.ALL_REDUCE, 8, 1, 1, 0.0, 5.0))
+
+
+@dataclass
+class Row:
+    size_bytes: int
+    out_time_us: float
+    out_busbw_gb_per_s: float
+
+
+@dataclass
+class Log:
+    path: str
+    collective: Collective | None
+    ranks: int | None
+    nodes: int | None
+    gpus_per_node: int | None
+    rows: tuple[Row, ...]
+
+
+def test_measurements_from_a_parsed_log() -> None:
+    log = Log("ar.log", Collective.ALL_REDUCE, 16, 2, None, (Row(0, 1.0, 0.0), Row(8, 30.0, 0.0)))
+    (m,) = measurements_from_log(log)
+    assert (m.nodes, m.gpus_per_node, m.size_bytes, m.time_us, m.source) == (
+        2,
+        8,
+        8,
+        30.0,
+        "ar.log",
+    )
+    assert measurements_from_log(log, source="nccl#1")[0].source == "nccl#1"
+    with pytest.raises(FitError, match=r"ar\.log"):
+        measurements_from_log(dataclasses.replace(log, collective=None))
+    with pytest.raises(FitError, match="ranks"):
+        measurements_from_log(log, nodes=3, gpus_per_node=8)
+    with pytest.raises(FitError, match="--nodes"):
+        measurements_from_log(dataclasses.replace(log, ranks=None, nodes=None))
