@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster import fakenodes
+from fabricfit.api.conditions import Reason
 from fabricfit.kube.rest import Credentials, Rest
 from fabricfit.metrics import EXPORTED_NAMES, OperatorMetrics
 from fabricfit.placement.quality import PlanQuality, measure_fragmentation
@@ -263,8 +264,8 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
     same_rg = _placed_status(["m-s0-g0-n0000", "m-s0-g0-n0001"])
     outcome = Outcome(
         transitions=(
-            Transition("Planned", "True", "Planned", "ok"),
-            Transition("Placed", "True", "Placed", "ok"),
+            Transition(Reason.PLANNED, "ok"),
+            Transition(Reason.ALL_PODS_BOUND, "ok"),
         ),
         status=same_rg,
         pinned=2,
@@ -291,7 +292,7 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
 def test_observer_counts_failures_by_reason_on_transition_only() -> None:
     metrics = OperatorMetrics(CollectorRegistry())
     observer = Observer(metrics, _state())
-    failed = Outcome(transitions=(Transition("Planned", "False", "InsufficientGPUs", "no"),))
+    failed = Outcome(transitions=(Transition(Reason.INSUFFICIENT_GPUS, "no"),))
     observer.after_reconcile(_body(), failed, _views)
     observer.after_reconcile(_body(), Outcome(), _views)
     assert value(metrics, "fabricfit_plans_total", result="failed", reason="InsufficientGPUs") == 1

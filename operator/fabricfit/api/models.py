@@ -35,7 +35,7 @@ OPTIONAL_DNS_SUBDOMAIN_PATTERN = rf"^({_DNS_SUBDOMAIN})?$"
 LABEL_KEY_PATTERN = rf"^({_DNS_SUBDOMAIN}/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 API_VERSION_PATTERN = rf"^({_DNS_SUBDOMAIN}/)?v[0-9]+((alpha|beta)[0-9]+)?$"
 KIND_PATTERN = r"^[A-Z][A-Za-z0-9]*$"
-LabelScheme = Literal["auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave"]
+LabelSchemeName = Literal["auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave"]
 LabelValue = Annotated[
     str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
@@ -195,7 +195,7 @@ class TrainingTopologySpec(SpecModel):
             "Fabric preset or profile name; defaults to the node label or the operator default."
         ),
     )
-    label_scheme: LabelScheme = Field(
+    label_scheme: LabelSchemeName = Field(
         default="auto", description="Which node labels describe the fabric."
     )
     queue_name: str | None = Field(

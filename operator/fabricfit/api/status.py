@@ -24,24 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
+from fabricfit.api.conditions import INVALID_REASONS, ConditionStatus, ConditionType
 from fabricfit.api.models import MAX_GPUS_PER_POD
 from fabricfit.api.rules import MAX_PODS
 
-CONDITION_PLANNED: Final = "Planned"
-CONDITION_PLACED: Final = "Placed"
-CONDITION_DEGRADED: Final = "Degraded"
-CONDITION_TYPES: Final = (CONDITION_PLANNED, CONDITION_PLACED, CONDITION_DEGRADED)
-
-#: Reasons of ``Planned=False`` that mean "fix the spec" (summary Invalid); any other reason
-#: means the plan may still succeed later (summary Waiting), e.g. ``InsufficientGPUs``.
-REASON_INVALID_SPEC: Final = "InvalidSpec"
-REASON_UNSUPPORTED_WORKLOAD: Final = "UnsupportedWorkload"
-REASON_INSUFFICIENT_GPUS: Final = "InsufficientGPUs"
-REASON_WORKLOAD_NOT_FOUND: Final = "WorkloadNotFound"
-INVALID_REASONS: Final = frozenset({REASON_INVALID_SPEC, REASON_UNSUPPORTED_WORKLOAD})
-
 Summary = Literal["Pending", "Planned", "Placed", "Degraded", "Invalid", "Waiting"]
-ConditionStatus = Literal["True", "False", "Unknown"]
 
 MAX_CONDITIONS = 16
 MAX_REASONS = 32
@@ -278,11 +265,11 @@ def set_condition(conditions: tuple[Condition, ...], new: Condition) -> tuple[Co
 
 def summarize(conditions: tuple[Condition, ...]) -> Summary:
     """The printer-column summary: Degraded > Placed > Planned > Invalid/Waiting > Pending."""
-    if _is_true(conditions, CONDITION_DEGRADED):
+    if _is_true(conditions, ConditionType.DEGRADED):
         return "Degraded"
-    if _is_true(conditions, CONDITION_PLACED):
+    if _is_true(conditions, ConditionType.PLACED):
         return "Placed"
-    planned = find_condition(conditions, CONDITION_PLANNED)
+    planned = find_condition(conditions, ConditionType.PLANNED)
     if planned is None or planned.status == "Unknown":
         return "Pending"
     if planned.status == "True":

@@ -28,8 +28,6 @@ from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
 from fabricfit.reconcile.observe import Observer, timed
 
 FINALIZER = "fabricfit.dev/finalizer"
-WARNING_TRANSITIONS = {("Planned", "False"), ("Degraded", "True")}
-WARNING_REASONS = {"PodsOffPlan", "WorkloadNotSuspended", "NoHealthyNode"}
 Index = Mapping[Any, Any]
 INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
 logger = logging.getLogger(__name__)
@@ -50,11 +48,10 @@ def views_from(nodes: Index, pods: Index, topologies: Index) -> Callable[[], Vie
 
 def post(body: kopf.Body, transitions: tuple[Transition, ...]) -> None:
     for t in transitions:
-        warning = (t.type, t.status) in WARNING_TRANSITIONS or t.reason in WARNING_REASONS
         kopf.event(
             body,
-            type="Warning" if warning else "Normal",
-            reason=t.reason,
+            type=t.reason.severity.value,
+            reason=t.reason.value,
             message=f"{t.type}={t.status}: {t.message}"[:1024],
         )
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fabricfit.api.conditions import Reason
 from fabricfit.api.status import (
-    CONDITION_TYPES,
     Condition,
     TrainingTopologyStatus,
     find_condition,
@@ -25,12 +25,18 @@ from fabricfit.api.status import (
 
 @dataclass(frozen=True)
 class Transition:
-    """A condition that changed status or reason: posted as an Event."""
+    """A condition that changed status or reason: posted as an Event of the reason's severity."""
 
-    type: str
-    status: str
-    reason: str
+    reason: Reason
     message: str
+
+    @property
+    def type(self) -> str:
+        return self.reason.condition.value
+
+    @property
+    def status(self) -> str:
+        return self.reason.status
 
 
 class StatusDraft:
@@ -45,21 +51,22 @@ class StatusDraft:
         self.transitions: list[Transition] = []
         self.pins = 0
 
-    def condition(self, type_: str, status: str, reason: str, message: str) -> None:
-        assert type_ in CONDITION_TYPES
+    def condition(self, reason: Reason, message: str) -> None:
+        """Set the condition ``reason`` belongs to (its type and status come with it)."""
+        type_, status = reason.condition.value, reason.status
         old = find_condition(self.conditions, type_)
         new = Condition.model_validate(
             {
                 "type": type_,
                 "status": status,
-                "reason": reason,
+                "reason": reason.value,
                 "message": message[:32768],
                 "lastTransitionTime": rfc3339(datetime.now(UTC)),
                 "observedGeneration": self.generation,
             }
         )
         if old is None or old.status != status or old.reason != reason:
-            self.transitions.append(Transition(type_, status, reason, message))
+            self.transitions.append(Transition(reason, message))
         self.conditions = set_condition(self.conditions, new)
 
     def set(self, **fields: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.reconcile.applying import pod_index_of
@@ -65,17 +66,13 @@ def evaluate_degraded(
     if problems:
         nodes = [f"{n} ({p})" for n, p in sorted(problems.items())]
         draft.condition(
-            "Degraded",
-            "True",
-            "NodeUnavailable",
+            Reason.NODE_UNAVAILABLE,
             f"planned nodes {_listed(nodes)} host ranks {ranks[0]}..{ranks[-1]} "
             f"({len(ranks)} ranks)",
         )
         draft.set(degradedRanks=ranks[:4096])
     else:
-        draft.condition(
-            "Degraded", "False", "NodesHealthy", "every planned node is Ready and schedulable"
-        )
+        draft.condition(Reason.NODES_HEALTHY, "every planned node is Ready and schedulable")
         draft.set(degradedRanks=[])
 
 
@@ -99,9 +96,7 @@ def evaluate(
         if index is not None and node:
             bound[index] = node
     if spec.placement.mode == "advisory":
-        draft.condition(
-            "Placed", "False", "Advisory", "advisory mode: the plan is reported, not applied"
-        )
+        draft.condition(Reason.ADVISORY, "advisory mode: the plan is reported, not applied")
         return
     misplaced = [
         f"pod {i} on {n} (planned {plan[i]})"
@@ -111,22 +106,16 @@ def evaluate(
     on_plan = sum(1 for i, n in bound.items() if i < len(plan) and n == plan[i])
     if on_plan == len(plan):
         draft.condition(
-            "Placed",
-            "True",
-            "AllPodsBound",
+            Reason.ALL_PODS_BOUND,
             f"all {len(plan)} pods are bound to their planned nodes",
         )
     elif misplaced and spec.placement.mode == "pinned":
         draft.condition(
-            "Placed",
-            "False",
-            "PodsOffPlan",
+            Reason.PODS_OFF_PLAN,
             f"{len(misplaced)} pods run off plan: {_listed(misplaced)}",
         )
     else:
         draft.condition(
-            "Placed",
-            "False",
-            "WaitingForPods",
+            Reason.WAITING_FOR_PODS,
             f"{on_plan} of {len(plan)} pods bound to their planned nodes",
         )

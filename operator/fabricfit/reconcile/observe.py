@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fabricfit.api.conditions import ConditionType, Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.metrics import OperatorMetrics
@@ -81,11 +82,12 @@ class Observer:
         after = planned_nodes(outcome.status)
         self.metrics.count_pins(outcome.pinned)
         if after and after != before:
-            self.metrics.count_plan("made", _reason(outcome.status, "Planned") or "Planned")
+            made = _reason(outcome.status, ConditionType.PLANNED) or Reason.PLANNED.value
+            self.metrics.count_plan("made", made)
         for t in outcome.transitions:
-            if t.type == "Planned" and t.status == "False":
-                self.metrics.count_plan("failed", t.reason)
-            if t.type == "Placed" and t.status == "True":
+            if t.type == ConditionType.PLANNED and t.status == "False":
+                self.metrics.count_plan("failed", t.reason.value)
+            if t.type == ConditionType.PLACED and t.status == "True":
                 waited = seconds_since(meta.get("creationTimestamp"), datetime.now(UTC))
                 if waited is not None:
                     self.metrics.observe_placed(str(meta.get("uid") or key), waited)

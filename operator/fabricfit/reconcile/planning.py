@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import GROUP, PLURAL, VERSION
 from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.api.status import REASON_INSUFFICIENT_GPUS
 from fabricfit.fabric.profiles import FabricProfile, get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import patch_status
@@ -172,7 +172,7 @@ async def plan_and_reserve(
         if not decision.feasible:
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
-            draft.condition("Planned", "False", REASON_INSUFFICIENT_GPUS, _why(decision))
+            draft.condition(Reason.INSUFFICIENT_GPUS, _why(decision))
             await write_status(state, key, draft)
             return None
         state.infeasible.pop(key, None)
@@ -186,7 +186,7 @@ async def plan_and_reserve(
             planned_at=datetime.now(UTC),
         )
         draft.set(**{**fields, "labelScheme": snapshot.scheme})
-        draft.condition("Planned", "True", "Planned", _summary(decision))
+        draft.condition(Reason.PLANNED, _summary(decision))
         await write_status(state, key, draft)
         return PlanResult(decision, snapshot)
 

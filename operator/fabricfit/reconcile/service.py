@@ -28,14 +28,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import violations
-from fabricfit.api.status import (
-    REASON_INVALID_SPEC,
-    REASON_UNSUPPORTED_WORKLOAD,
-    REASON_WORKLOAD_NOT_FOUND,
-)
 from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import ApiError, path_for
@@ -90,7 +86,7 @@ def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologyS
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
-        _invalid(draft, REASON_INVALID_SPEC, f"spec.{where}: {first.get('msg')}")
+        _invalid(draft, Reason.INVALID_SPEC, f"spec.{where}: {first.get('msg')}")
     problems = list(violations(spec)) + list(
         validate_layout(
             spec.parallelism,
@@ -102,12 +98,12 @@ def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologyS
     if spec.workload_ref is None:
         problems.insert(0, "spec.workloadRef is required")
     if problems:
-        _invalid(draft, REASON_INVALID_SPEC, "; ".join(dict.fromkeys(problems)))
+        _invalid(draft, Reason.INVALID_SPEC, "; ".join(dict.fromkeys(problems)))
     return spec
 
 
-def _invalid(draft: StatusDraft, reason: str, message: str) -> None:
-    draft.condition("Planned", "False", reason, message)
+def _invalid(draft: StatusDraft, reason: Reason, message: str) -> None:
+    draft.condition(reason, message)
     draft.set(reasons=[message[:1024]])
     raise _StopError
 
@@ -120,13 +116,13 @@ async def _workload(
     try:
         workload = await read_workload(state.rest, ref, namespace)
     except UnsupportedWorkloadError as err:
-        _invalid(draft, REASON_UNSUPPORTED_WORKLOAD, str(err))
+        _invalid(draft, Reason.UNSUPPORTED_WORKLOAD, str(err))
     if workload is not None and ref.kind != applying.POD_KIND:
         expected = expected_pods(ref.kind, workload)
         if expected is not None and expected != spec.pods:
             _invalid(
                 draft,
-                REASON_INVALID_SPEC,
+                Reason.INVALID_SPEC,
                 f"{ref.kind} {ref.name} runs {expected} pods but the spec needs {spec.pods} "
                 f"(world size {spec.world_size} / gpusPerPod {spec.gpus_per_pod})",
             )
@@ -174,9 +170,7 @@ async def _reconcile(
     plan, snapshot = await _ensure_plan(status, key, spec, template, pods, state, views_of, draft)
     if workload is None:
         draft.condition(
-            "Placed",
-            "False",
-            REASON_WORKLOAD_NOT_FOUND,
+            Reason.WORKLOAD_NOT_FOUND,
             f"waiting for {ref.kind} {ref.name or ref.pod_selector}",
         )
         raise _StopError
@@ -191,7 +185,7 @@ async def _reconcile(
         kueue_annotations=kueue_annotations(spec, plan, snapshot, planning.scheme_of(spec, state)),
     )
     if applied.blocked:
-        draft.condition("Placed", "False", "WorkloadNotSuspended", applied.blocked)
+        draft.condition(Reason.WORKLOAD_NOT_SUSPENDED, applied.blocked)
         raise _StopError
     if spec.placement.mode == "pinned":
         plan = await _pin(
@@ -227,7 +221,7 @@ async def _ensure_plan(
             state, key, spec, template, views_of, draft, f"{ref.kind}/{ref.name}"
         )
     except (ProfileError, ValueError) as err:
-        _invalid(draft, REASON_INVALID_SPEC, str(err))
+        _invalid(draft, Reason.INVALID_SPEC, str(err))
     if result is None:
         raise _StopError
     return list(result.decision.pods), result.snapshot
@@ -273,9 +267,7 @@ async def _pin(
     )
     if replacement is None:
         draft.condition(
-            "Degraded",
-            "True",
-            "NoHealthyNode",
+            Reason.NO_HEALTHY_NODE,
             f"no healthy node can take pods {sorted(pinned.lost)}",
         )
         return plan

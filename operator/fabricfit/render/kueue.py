@@ -32,80 +32,16 @@ from fabricfit.api.constants import (
     KUEUE_REQUIRED_TOPOLOGY,
     KUEUE_SLICE_REQUIRED_TOPOLOGY,
     KUEUE_SLICE_SIZE,
-    LABEL_NVLINK_DOMAIN,
-    LABEL_RACK,
-    LABEL_RAIL_GROUP,
-    LABEL_SPINE,
 )
 from fabricfit.fabric.schemes import LabelScheme, resolve
-from fabricfit.fabric.schemes.base import GPU_CLIQUE_LABEL
-from fabricfit.fabric.schemes.clouds import (
-    CW_BACKEND,
-    CW_IB,
-    CW_NVLINK,
-    CW_RACK,
-    EKS_LAYERS,
-    EKS_ULTRASERVER,
-    GKE_BLOCK,
-    GKE_SUBBLOCK,
-    OKE_LOCAL_BLOCK,
-    OKE_MEMORY_FABRIC,
-    OKE_NETWORK_BLOCK,
-    OKE_RACK,
-)
-from fabricfit.fabric.schemes.topograph import (
-    LEGACY_ACCELERATOR,
-    LEGACY_PREFIX,
-    V1_DOMAIN,
-    V1_SUB_DOMAIN,
-    V1_TIER_PREFIX,
-)
+from fabricfit.fabric.schemes.clouds import EKS_LAYERS
+from fabricfit.fabric.schemes.native import NATIVE
 from fabricfit.placement.decision import PlacementDecision
 
 #: Tiers, finest first; a tier's domain is qualified by every tier after it.
 TIERS_FINEST_FIRST: Final = ("hostname", "nvlink_domain", "rack", "rail_group", "spine")
 #: Preferred-topology fallback order when no single domain holds the plan.
 PREFERRED_ORDER: Final = ("rail_group", "spine", "rack", "nvlink_domain", "hostname")
-
-# Per scheme and tier, the label keys that may carry it, best first (mirrors fabric.schemes).
-_CANDIDATES: Final[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
-    "native": {
-        "spine": (LABEL_SPINE,),
-        "rail_group": (LABEL_RAIL_GROUP,),
-        "rack": (LABEL_RACK,),
-        "nvlink_domain": (LABEL_NVLINK_DOMAIN,),
-    },
-    "topograph": {
-        "spine": (V1_TIER_PREFIX + "tier-1", LEGACY_PREFIX + "spine"),
-        "rail_group": (V1_TIER_PREFIX + "tier-0", LEGACY_PREFIX + "leaf", LEGACY_PREFIX + "block"),
-        "rack": (V1_SUB_DOMAIN,),
-        "nvlink_domain": (V1_DOMAIN, LEGACY_ACCELERATOR, GPU_CLIQUE_LABEL),
-    },
-    "gfd": {"nvlink_domain": (GPU_CLIQUE_LABEL,)},
-    "gke": {
-        "spine": (GKE_BLOCK,),
-        "rail_group": (GKE_SUBBLOCK,),
-        "nvlink_domain": (GPU_CLIQUE_LABEL,),
-    },
-    # EKS numbers layers from the top; the finest layer a node carries is its rail group.
-    "eks": {
-        "spine": EKS_LAYERS[2::-1],  # fixed up from the rail group's layer
-        "rail_group": EKS_LAYERS[::-1],
-        "nvlink_domain": (EKS_ULTRASERVER, GPU_CLIQUE_LABEL),
-    },
-    "oke": {
-        "spine": (OKE_NETWORK_BLOCK,),
-        "rail_group": (OKE_LOCAL_BLOCK,),
-        "rack": (OKE_RACK,),
-        "nvlink_domain": (OKE_MEMORY_FABRIC, GPU_CLIQUE_LABEL),
-    },
-    "coreweave": {
-        "spine": (CW_IB + "superpod", CW_BACKEND + "fabric"),
-        "rail_group": (CW_IB + "leafgroup", CW_BACKEND + "leafgroup"),
-        "rack": (CW_RACK,),
-        "nvlink_domain": (CW_NVLINK, GPU_CLIQUE_LABEL),
-    },
-}
 
 
 def tier_label_keys(scheme: str, label_sets: Iterable[Mapping[str, str]] = ()) -> dict[str, str]:
@@ -121,7 +57,7 @@ def tier_label_keys(scheme: str, label_sets: Iterable[Mapping[str, str]] = ()) -
     keys: dict[str, str] = {}
     for tier in TIERS_FINEST_FIRST[1:]:
         with_native = resolution.native or resolution.provider is None
-        native = _CANDIDATES["native"].get(tier, ()) if with_native else ()
+        native = NATIVE.tier_keys.get(tier, ()) if with_native else ()
         provider = _provider_keys(resolution.provider, tier)
         carried = next((k for k in (*native, *provider) if any(k in n for n in nodes)), None)
         # With no nodes to look at, the scheme's own key; with nodes, only keys they carry.
@@ -141,7 +77,7 @@ def tier_label_keys(scheme: str, label_sets: Iterable[Mapping[str, str]] = ()) -
 
 
 def _provider_keys(provider: LabelScheme | None, tier: str) -> tuple[str, ...]:
-    return _CANDIDATES[provider.name].get(tier, ()) if provider is not None else ()
+    return provider.tier_keys.get(tier, ()) if provider is not None else ()
 
 
 def build_kueue_annotations(

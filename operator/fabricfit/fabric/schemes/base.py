@@ -44,14 +44,22 @@ class Reading:
     problems: tuple[str, ...] = ()
 
 
+#: Per tier (``spine``, ``rail_group``, ``rack``, ``nvlink_domain``), the node label keys that
+#: may carry it, best first.
+TierKeys = Mapping[str, tuple[str, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class LabelScheme:
-    """A named reader. ``keys``/``prefixes`` are what auto-detection looks for on nodes."""
+    """A named reader. ``keys``/``prefixes`` are what auto-detection looks for on nodes;
+    ``tier_keys`` names the label key of each tier, which is what a Kueue ``Topology`` level
+    (and a pod affinity's ``topologyKey``) must use for that tier."""
 
     name: str
     read: Callable[[Mapping[str, str]], Reading]
     keys: frozenset[str] = frozenset()
     prefixes: tuple[str, ...] = ()
+    tier_keys: TierKeys = field(default_factory=dict)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """True when the node carries at least one key this scheme reads."""

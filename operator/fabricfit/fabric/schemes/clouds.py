@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fabricfit.fabric.schemes.base import (
+    GPU_CLIQUE_LABEL,
     INSTANCE_TYPE_LABEL,
     LabelScheme,
     ProblemLog,
@@ -135,16 +136,48 @@ def read_coreweave(labels: Mapping[str, str]) -> Reading:
     return log.reading(fill_from_clique(tiers, labels, log))
 
 
-GKE = LabelScheme(name="gke", read=read_gke, keys=frozenset({GKE_BLOCK, GKE_SUBBLOCK, GKE_HOST}))
-EKS = LabelScheme(name="eks", read=read_eks, keys=frozenset({*EKS_LAYERS, EKS_ULTRASERVER}))
+GKE = LabelScheme(
+    name="gke",
+    read=read_gke,
+    keys=frozenset({GKE_BLOCK, GKE_SUBBLOCK, GKE_HOST}),
+    tier_keys={
+        "spine": (GKE_BLOCK,),
+        "rail_group": (GKE_SUBBLOCK,),
+        "nvlink_domain": (GPU_CLIQUE_LABEL,),
+    },
+)
+EKS = LabelScheme(
+    name="eks",
+    read=read_eks,
+    keys=frozenset({*EKS_LAYERS, EKS_ULTRASERVER}),
+    # EKS numbers layers from the top; the finest layer a node carries is its rail group, and
+    # the spine is the layer right above it (render.kueue.tier_label_keys fixes that up).
+    tier_keys={
+        "spine": EKS_LAYERS[2::-1],
+        "rail_group": EKS_LAYERS[::-1],
+        "nvlink_domain": (EKS_ULTRASERVER, GPU_CLIQUE_LABEL),
+    },
+)
 OKE = LabelScheme(
     name="oke",
     read=read_oke,
     keys=frozenset({OKE_ISLAND, OKE_NETWORK_BLOCK, OKE_LOCAL_BLOCK, OKE_MEMORY_FABRIC}),
+    tier_keys={
+        "spine": (OKE_NETWORK_BLOCK,),
+        "rail_group": (OKE_LOCAL_BLOCK,),
+        "rack": (OKE_RACK,),
+        "nvlink_domain": (OKE_MEMORY_FABRIC, GPU_CLIQUE_LABEL),
+    },
 )
 COREWEAVE = LabelScheme(
     name="coreweave",
     read=read_coreweave,
     keys=frozenset({CW_RACK, CW_NVLINK}),
     prefixes=(CW_IB, CW_BACKEND),
+    tier_keys={
+        "spine": (CW_IB + "superpod", CW_BACKEND + "fabric"),
+        "rail_group": (CW_IB + "leafgroup", CW_BACKEND + "leafgroup"),
+        "rack": (CW_RACK,),
+        "nvlink_domain": (CW_NVLINK, GPU_CLIQUE_LABEL),
+    },
 )

@@ -63,5 +63,20 @@ def read_gfd(labels: Mapping[str, str]) -> Reading:
     return log.reading(RawTiers(rack=rack, nvlink_domain=domain))
 
 
-NATIVE = LabelScheme(name="native", read=read_native, keys=NATIVE_TIER_KEYS)
-GFD = LabelScheme(name="gfd", read=read_gfd, keys=frozenset({GPU_CLIQUE_LABEL}))
+NATIVE = LabelScheme(
+    name="native",
+    read=read_native,
+    keys=NATIVE_TIER_KEYS,
+    tier_keys={
+        "spine": (LABEL_SPINE,),
+        "rail_group": (LABEL_RAIL_GROUP,),
+        "rack": (LABEL_RACK,),
+        "nvlink_domain": (LABEL_NVLINK_DOMAIN,),
+    },
+)
+GFD = LabelScheme(
+    name="gfd",
+    read=read_gfd,
+    keys=frozenset({GPU_CLIQUE_LABEL}),
+    tier_keys={"nvlink_domain": (GPU_CLIQUE_LABEL,)},
+)

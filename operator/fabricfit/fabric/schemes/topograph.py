@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 
 from fabricfit.fabric.schemes.base import (
+    GPU_CLIQUE_LABEL,
     LabelScheme,
     ProblemLog,
     RawTiers,
@@ -130,4 +131,10 @@ TOPOGRAPH = LabelScheme(
     read=read_topograph,
     keys=frozenset({V1_DOMAIN, V1_SUB_DOMAIN}),
     prefixes=(V1_TIER_PREFIX, LEGACY_PREFIX),
+    tier_keys={
+        "spine": (V1_TIER_PREFIX + "tier-1", LEGACY_PREFIX + "spine"),
+        "rail_group": (V1_TIER_PREFIX + "tier-0", LEGACY_PREFIX + "leaf", LEGACY_PREFIX + "block"),
+        "rack": (V1_SUB_DOMAIN,),
+        "nvlink_domain": (V1_DOMAIN, LEGACY_ACCELERATOR, GPU_CLIQUE_LABEL),
+    },
 )

@@ -1,0 +1,88 @@
+"""Every condition type and reason the operator writes, with the Event each one raises.
+
+Theory of operation
+-------------------
+A reason belongs to exactly one condition type and one status (``InsufficientGPUs`` only ever
+means ``Planned=False``), so a reason names the whole condition change: reconcile code says
+``draft.condition(Reason.INSUFFICIENT_GPUS, message)`` and never spells a type or status. The
+reason also carries the severity of the Event posted when the condition changes (Warning: a
+human should look) and whether it means "fix the spec" (summary ``Invalid``) rather than "wait"
+(summary ``Waiting``). Adding a reason is one line here; nothing else lists them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class ConditionType(StrEnum):
+    """The condition types of a TrainingTopology's status (``metav1.Condition.type``)."""
+
+    PLANNED = "Planned"
+    PLACED = "Placed"
+    DEGRADED = "Degraded"
+
+
+class Severity(StrEnum):
+    """The type of the Kubernetes Event posted when a condition changes."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+_WARN = Severity.WARNING
+_NORMAL = Severity.NORMAL
+_PLANNED = ConditionType.PLANNED
+_PLACED = ConditionType.PLACED
+_DEGRADED = ConditionType.DEGRADED
+
+
+class Reason(StrEnum):
+    """A condition reason: its value, the condition it sets, the status, the Event severity,
+    and whether it means the spec must change (``invalid``)."""
+
+    condition: ConditionType
+    status: ConditionStatus
+    severity: Severity
+    invalid: bool
+
+    def __new__(
+        cls,
+        value: str,
+        condition: ConditionType,
+        status: ConditionStatus,
+        severity: Severity,
+        invalid: bool = False,
+    ) -> Reason:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.condition = condition
+        member.status = status
+        member.severity = severity
+        member.invalid = invalid
+        return member
+
+    # Planned
+    PLANNED = ("Planned", _PLANNED, "True", _NORMAL)
+    INVALID_SPEC = ("InvalidSpec", _PLANNED, "False", _WARN, True)
+    UNSUPPORTED_WORKLOAD = ("UnsupportedWorkload", _PLANNED, "False", _WARN, True)
+    INSUFFICIENT_GPUS = ("InsufficientGPUs", _PLANNED, "False", _WARN)
+    # Placed
+    ALL_PODS_BOUND = ("AllPodsBound", _PLACED, "True", _NORMAL)
+    ADVISORY = ("Advisory", _PLACED, "False", _NORMAL)
+    WORKLOAD_NOT_FOUND = ("WorkloadNotFound", _PLACED, "False", _NORMAL)
+    WORKLOAD_NOT_SUSPENDED = ("WorkloadNotSuspended", _PLACED, "False", _WARN)
+    WAITING_FOR_PODS = ("WaitingForPods", _PLACED, "False", _NORMAL)
+    PODS_OFF_PLAN = ("PodsOffPlan", _PLACED, "False", _WARN)
+    # Degraded
+    NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)
+    NODE_UNAVAILABLE = ("NodeUnavailable", _DEGRADED, "True", _WARN)
+    NO_HEALTHY_NODE = ("NoHealthyNode", _DEGRADED, "True", _WARN)
+
+
+#: Reasons of ``Planned=False`` that mean "fix the spec" (summary Invalid); any other reason
+#: means the plan may still succeed later (summary Waiting), e.g. ``InsufficientGPUs``.
+INVALID_REASONS = frozenset(r for r in Reason if r.invalid)
