@@ -10,7 +10,7 @@ import sys
 import time
 from typing import NoReturn
 
-from devcluster import binaries, cluster, fakenodes
+from devcluster import binaries, cluster, controllers, fakenodes, install
 from devcluster.processes import ClusterError
 
 
@@ -25,7 +25,12 @@ def say(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    state = cluster.up(binaries.require(), say, apiserver_port=args.apiserver_port)
+    if args.check_args:
+        return 0
+    built = binaries.require()
+    binaries.require_controllers(args.with_)
+    state = cluster.up(built, say, apiserver_port=args.apiserver_port)
+    install.start_controllers(state, args.with_, built, say)
     say(f"logs in {state.directory}/logs; stop with: hack/cluster down")
     print(f"KUBECONFIG={state.kubeconfig}")
     return 0
@@ -45,10 +50,14 @@ def cmd_status(_args: argparse.Namespace) -> int:
     health = cluster.component_health(state)
     age = time.time() - state.started_at
     print(f"cluster {state.directory} (kubernetes {state.kubernetes_version}, up {age:.0f} s)")
+    versions = {c.name: c.version for c in state.controllers}
     for proc in state.processes:
         alive, ok = health[proc.name]
         status = "healthy" if ok else ("running, unhealthy" if alive else "not running")
-        print(f"  {proc.name:<24} pid {proc.pid:<8} {status}")
+        version = f" ({versions[proc.name]})" if proc.name in versions else ""
+        print(f"  {proc.name:<24} pid {proc.pid:<8} {status}{version}")
+    for name in sorted(set(versions) - set(health)):
+        print(f"  {name:<24} {'-':<12} not started ({versions[name]})")
     for proc in state.attached:
         running = cluster.attached_alive(state)[proc.name]
         print(f"  {proc.name:<24} pid {proc.pid:<8} {'running' if running else 'not running'}")
@@ -96,6 +105,15 @@ def build_parser() -> _Parser:
         default=None,
         help="port for kube-apiserver (default: a free one)",
     )
+    up.add_argument(
+        "--with",
+        dest="with_",
+        type=controllers.parse_with,
+        default=[],
+        metavar="kueue,jobset,lws",
+        help="also run these controllers (any subset), built by: hack/cluster build --with ...",
+    )
+    up.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)
     sub.add_parser(
         "down",
         help="stop exactly the processes `up` (and the demo) started and remove their state",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from devcluster import controllers
 from devcluster.processes import ClusterError
 
 HACK_DIR = Path(__file__).resolve().parent.parent
@@ -67,6 +69,44 @@ def locate() -> Binaries:
         kwok_stages=kwok / "stages.yaml",
         helm=c / f"helm-{v['HELM_VERSION']}" / "bin" / "helm",
     )
+
+
+@dataclass(frozen=True)
+class ControllerHome:
+    """An optional controller built by ``hack/cluster build --with <name>``: its binary and the
+    CRD and webhook manifests rendered from its module's ``config/`` at the same version."""
+
+    name: str
+    version: str
+    binary: Path
+    crds: Path
+    webhooks: Path
+
+    def missing(self) -> list[str]:
+        return [str(p) for p in (self.binary, self.crds, self.webhooks) if not p.exists()]
+
+
+def locate_controller(name: str) -> ControllerHome:
+    version = pinned_versions()[controllers.VERSION_KEYS[name]]
+    home = cache_dir() / f"{name}-{version}"
+    return ControllerHome(
+        name=name,
+        version=version,
+        binary=home / "bin" / name,
+        crds=home / "crds.yaml",
+        webhooks=home / "webhooks.yaml",
+    )
+
+
+def require_controllers(names: Iterable[str]) -> dict[str, ControllerHome]:
+    homes = {name: locate_controller(name) for name in names}
+    for name, home in homes.items():
+        missing = home.missing()
+        if missing:
+            raise ClusterError(
+                f"{name} is not built ({missing[0]} missing); run: hack/cluster build --with {name}"
+            )
+    return homes
 
 
 def require() -> Binaries:

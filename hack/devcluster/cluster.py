@@ -23,6 +23,7 @@ from pathlib import Path
 
 from devcluster import pki as pki_mod
 from devcluster.binaries import Binaries
+from devcluster.controllers import Controller, ControllerPorts, health_url
 from devcluster.processes import (
     ClusterError,
     Started,
@@ -38,6 +39,13 @@ from devcluster.processes import (
 )
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+CORE: tuple[str, ...] = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+)
 SERVICE_CIDR = "10.0.0.0/24"
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -77,6 +85,8 @@ class State:
     attached: list[Started] = field(default_factory=list)
     started_at: float = 0.0
     kubernetes_version: str = ""
+    #: Optional controllers (``up --with``); their processes are in ``processes`` too.
+    controllers: list[Controller] = field(default_factory=list)
 
     @property
     def kubeconfig(self) -> Path:
@@ -99,6 +109,10 @@ class State:
             attached=[Started(**p) for p in data.get("attached", [])],
             started_at=data.get("started_at", 0.0),
             kubernetes_version=data.get("kubernetes_version", ""),
+            controllers=[
+                Controller(c["name"], c["version"], ControllerPorts(**c["ports"]))
+                for c in data.get("controllers", [])
+            ],
         )
 
 
@@ -203,7 +217,7 @@ def _kwok_args(b: Binaries, d: Path, p: Ports) -> list[str]:
     ]
 
 
-def _launch(
+def launch(
     state: State,
     name: str,
     argv: list[str],
@@ -257,6 +271,10 @@ def _start_all(
     return state
 
 
+def _http_probe(url: str) -> Callable[[], bool]:
+    return lambda: http_ok(url)
+
+
 def _probes(state: State) -> dict[str, Callable[[], bool]]:
     """Health probe per component (loopback only)."""
     p = state.ports
@@ -264,7 +282,8 @@ def _probes(state: State) -> dict[str, Callable[[], bool]]:
     client = client_context(keys / "ca.crt", keys / "admin.crt", keys / "admin.key")
     insecure = insecure_context()
     local = "127.0.0.1"
-    return {
+    probes = {c.name: _http_probe(health_url(c.ports)) for c in state.controllers}
+    return probes | {
         "etcd": lambda: http_ok(f"http://{local}:{p.etcd}/health", expect='"health":"true"'),
         "kube-apiserver": lambda: http_ok(
             f"https://{local}:{p.apiserver}/readyz", context=client, expect="ok"
@@ -302,7 +321,7 @@ def _start_components(state: State, b: Binaries, d: Path, say: Callable[[str], N
     ]
     probes = _probes(state)
     for name, argv, timeout in components:
-        _launch(state, name, argv, probe=probes[name], timeout=timeout, say=say)
+        launch(state, name, argv, probe=probes[name], timeout=timeout, say=say)
 
 
 def component_health(state: State) -> dict[str, tuple[bool, bool]]:
@@ -316,8 +335,19 @@ def component_health(state: State) -> dict[str, tuple[bool, bool]]:
 
 
 def healthy(state: State) -> bool:
+    """Every core component and every recorded controller runs and answers its probe."""
     health = component_health(state)
-    return len(health) == 5 and all(alive and ok for alive, ok in health.values())
+    expected = [*CORE, *(c.name for c in state.controllers)]
+    return all(health.get(name) == (True, True) for name in expected)
+
+
+def forget(state: State, name: str) -> None:
+    """Drop the records of controller ``name`` (stopping its process if it still runs)."""
+    for proc in [p for p in state.processes if p.name == name]:
+        stop(proc.pid, proc.binary)
+        state.processes.remove(proc)
+    state.controllers = [c for c in state.controllers if c.name != name]
+    state.save()
 
 
 def down(say: Callable[[str], None]) -> bool:

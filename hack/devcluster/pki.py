@@ -141,3 +141,64 @@ def generate(directory: Path) -> Pki:
         )
     )
     return pki
+
+
+def issue_serving_cert(pki_dir: Path, directory: Path, common_name: str) -> tuple[Path, Path]:
+    """A loopback serving cert (127.0.0.1, localhost) signed by the cluster CA in ``pki_dir``,
+    written as ``tls.crt``/``tls.key`` in ``directory`` (the names controller-runtime's webhook
+    server reads from its cert dir). Returns (cert, key)."""
+    ca = x509.load_pem_x509_certificate((pki_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki_dir / "ca.key").read_bytes(), None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{pki_dir / 'ca.key'} is not the EC key this harness writes")
+    sans = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    cert, key = _leaf(ca, ca_key, _name(common_name), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / "tls.crt", directory / "tls.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(key_path, key)
+    return cert_path, key_path
+
+
+def self_signed_serving_cert(directory: Path, common_name: str) -> tuple[Path, Path]:
+    """A self-signed loopback serving cert, for servers nothing verifies (metrics endpoints);
+    written atomically so a process watching ``directory`` never reads half a file."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name(common_name)
+    sans = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    cert = (
+        _builder(name, name, key.public_key())
+        .add_extension(sans, critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / "tls.crt", directory / "tls.key"
+    for path, data in (
+        (key_path, key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )),
+        (cert_path, cert.public_bytes(serialization.Encoding.PEM)),
+    ):  # fmt: skip
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(data)
+        partial.chmod(0o600)
+        partial.replace(path)
+    return cert_path, key_path
+
+
+def still_valid(
+    cert_path: Path, key_path: Path, margin: dt.timedelta = dt.timedelta(days=1)
+) -> bool:
+    """True if both files exist, parse, and the cert is valid for at least ``margin`` more."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        serialization.load_pem_private_key(key_path.read_bytes(), None)
+    except (OSError, ValueError):
+        return False
+    return cert.not_valid_after_utc - dt.datetime.now(dt.UTC) > margin

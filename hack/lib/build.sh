@@ -2,6 +2,8 @@
 # Builds the control-plane binaries from Go modules at the versions pinned in hack/versions.env
 # and caches them under $FABRICFIT_CACHE/<component>-<version>/bin. A component whose binaries
 # are already cached is skipped, so a second run costs seconds.
+#   build.sh                      etcd, kwok, helm, kubernetes
+#   build.sh kueue jobset lws     the same, plus these optional controllers
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -134,6 +136,51 @@ build_helm() {
   say "helm $v: done"
 }
 
+build_controller() { # build_controller <name> <version> <module> <main package dir> <crd dir> <webhook dir>
+  # An optional controller (Kueue, JobSet, LeaderWorkerSet), built inside its own module source
+  # at the pinned tag with that module's go.mod and go.sum (-mod=readonly; none of them has
+  # replace directives). `go install pkg@version` would do the same but asks the proxy for the
+  # module's version list, which some proxies refuse. The CRDs and webhook configurations are
+  # rendered from the same module's config/ with kubectl's kustomize and kept next to the binary.
+  local name=$1 v=$2 module=$3 main=$4 crds=$5 webhooks=$6 dir="$cache/$1-$2"
+  if have "$dir" "$name" && [ -f "$dir/crds.yaml" ] && [ -f "$dir/webhooks.yaml" ]; then
+    say "$name $v: cached"; return; fi
+  need_go
+  local tmp="$dir.tmp" started=$SECONDS modsrc
+  local kubectl="$cache/kubernetes-$KUBERNETES_VERSION/bin/kubectl"
+  rm -rf "$tmp"; mkdir -p "$tmp/bin"
+  local fetched
+  fetched=$(go mod download -json "$module@$v" 2>&1) || true
+  modsrc=$(printf '%s\n' "$fetched" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  if [ ! -f "$modsrc/go.mod" ]; then
+    local why
+    why=$(printf '%s\n' "$fetched" | sed -n 's/.*"Error": "\([^"\\]*\).*/\1/p')
+    die "$name $v: could not download module $module@$v: ${why:-see go mod download}"
+  fi
+  say "$name $v: compiling $module/$main"
+  ( cd "$modsrc" && GOFLAGS="${GOFLAGS/-mod=mod/}" go build -mod=readonly -trimpath \
+      -ldflags "-s -w -X $module/pkg/version.GitVersion=$v" -o "$tmp/bin/$name" "./$main" ) \
+    || die "$name $v: go build of $module/$main failed"
+  for part in "crds:$crds" "webhooks:$webhooks"; do
+    [ -f "$modsrc/${part#*:}/kustomization.yaml" ] || die "$name $v: no ${part#*:} in module $module"
+    "$kubectl" kustomize "$modsrc/${part#*:}" > "$tmp/${part%%:*}.yaml" \
+      || die "$name $v: kubectl kustomize ${part#*:} failed"
+  done
+  finish "$tmp" "$dir"
+  say "$name $v: done ($((SECONDS - started)) s)"
+}
+
+build_optional() { # build_optional <component>
+  case "$1" in
+    kueue) build_controller kueue "$KUEUE_VERSION" sigs.k8s.io/kueue cmd/kueue \
+             config/components/crd config/components/webhook ;;
+    jobset) build_controller jobset "$JOBSET_VERSION" sigs.k8s.io/jobset . \
+              config/components/crd config/components/webhook ;;
+    lws) build_controller lws "$LWS_VERSION" sigs.k8s.io/lws cmd config/crd config/webhook ;;
+    *) die "unknown component '$1' (expected kueue, jobset or lws)" ;;
+  esac
+}
+
 main() {
   mkdir -p "$cache"
   # One build at a time per cache: a second caller waits instead of deleting the first's work.
@@ -147,6 +194,8 @@ main() {
   build_kwok
   build_helm
   build_kubernetes
+  local c
+  for c in "$@"; do build_optional "$c"; done
   say "all binaries ready in $cache ($((SECONDS - started)) s)"
 }
 
