@@ -28,7 +28,7 @@ unit: venv cluster-build tools
 	$(BIN)/pytest -m "not e2e and not slow" -q
 
 cluster-build:
-	hack/cluster build
+	hack/cluster build --with kueue,jobset,lws
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
 e2e: venv cluster-build tools

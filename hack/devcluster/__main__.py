@@ -91,6 +91,13 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _components(value: str) -> list[str]:
+    try:
+        return controllers.parse_with(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
 def build_parser() -> _Parser:
     parser = _Parser(
         prog="hack/cluster", description="Local Kubernetes control plane for fabricfit."
@@ -108,7 +115,7 @@ def build_parser() -> _Parser:
     up.add_argument(
         "--with",
         dest="with_",
-        type=controllers.parse_with,
+        type=_components,
         default=[],
         metavar="kueue,jobset,lws",
         help="also run these controllers (any subset), built by: hack/cluster build --with ...",

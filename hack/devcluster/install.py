@@ -16,6 +16,7 @@ import json
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,9 +77,7 @@ def _start_one(
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": controllers.NAMESPACES[name]}}  # fmt: skip
     _apply(b, state, name, "crds", [namespace, *crds], log)
-    _kubectl(b, state, name, log, "wait", "--for=condition=Established",
-             f"--timeout={KUBECTL_TIMEOUT_SECONDS:.0f}s",
-             *(f"crd/{n}" for n in controllers.crd_names(crds)))  # fmt: skip
+    _wait_established(b, state, name, controllers.crd_names(crds), log)
 
     argv = controllers.command_line(home.binary, config_file, state.kubeconfig)
     probe = _ready_probe(ports, d / "pki" / "ca.crt")
@@ -160,6 +159,35 @@ def _kubectl(
     if result.returncode != 0:
         lines = [ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"]
         raise ClusterError(f"{name}: kubectl {args[0]} failed: {lines[-1][:300]} (log: {log})")
+
+
+def _wait_established(
+    b: binaries_mod.Binaries, state: cluster.State, name: str, crds: list[str], log: Path
+) -> None:
+    # Polled rather than `kubectl wait`, which fails on a CRD whose status is still empty.
+    argv = [str(b.kubectl), f"--kubeconfig={state.kubeconfig}", "get", "-o", "json"]
+    argv += [f"crd/{n}" for n in crds]
+    deadline = time.monotonic() + KUBECTL_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        if result.returncode == 0 and established(json.loads(result.stdout)) == set(crds):
+            return
+        time.sleep(0.5)
+    raise ClusterError(f"{name}: its CRDs were not Established after "
+                       f"{KUBECTL_TIMEOUT_SECONDS:.0f} s (log: {log})")  # fmt: skip
+
+
+def established(listing: dict[str, Any]) -> set[str]:
+    """Names of the CRDs in a ``kubectl get -o json`` answer whose Established is True."""
+    items = listing.get("items", [listing]) if listing.get("kind") == "List" else [listing]
+    return {
+        item["metadata"]["name"]
+        for item in items
+        if any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (item.get("status") or {}).get("conditions") or []
+        )
+    }
 
 
 def _stop_recorded(state: cluster.State, name: str) -> None:

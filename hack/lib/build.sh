@@ -182,6 +182,10 @@ build_optional() { # build_optional <component>
 }
 
 main() {
+  local c
+  for c in "$@"; do  # check every name before a build that can take minutes
+    case "$c" in kueue|jobset|lws) ;; *) die "unknown component '$c' (expected kueue, jobset or lws)" ;; esac
+  done
   mkdir -p "$cache"
   # One build at a time per cache: a second caller waits instead of deleting the first's work.
   exec 9>"$cache/.build.lock"
@@ -194,7 +198,6 @@ main() {
   build_kwok
   build_helm
   build_kubernetes
-  local c
   for c in "$@"; do build_optional "$c"; done
   say "all binaries ready in $cache ($((SECONDS - started)) s)"
 }

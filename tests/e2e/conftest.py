@@ -4,6 +4,12 @@ The session fixture ``kubeconfig`` uses the cluster named by ``$KUBECONFIG`` whe
 same suite runs against any cluster, e.g. kind in a user's CI). Otherwise it starts a private
 control plane with the project's own harness (etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, kwok) in a temporary state directory, and stops exactly that at the end.
+
+Tests that need real Kueue, JobSet or LeaderWorkerSet controllers opt in with the marker
+``@pytest.mark.controllers("kueue", "jobset", "lws")`` (any subset): the first such test starts
+them on the session's private control plane (``hack/cluster up --with`` does the same), and
+they keep running for the rest of the session. Against a ``$KUBECONFIG`` cluster the marker only
+checks that their CRDs are installed, and skips the test if not.
 """
 
 from __future__ import annotations
@@ -21,6 +27,22 @@ import pytest
 from helpers.operator import OperatorProcess
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+#: One CRD per optional controller, to tell whether a given cluster runs it.
+CONTROLLER_CRDS = {
+    "kueue": "workloads.kueue.x-k8s.io",
+    "jobset": "jobsets.jobset.x-k8s.io",
+    "lws": "leaderworkersets.leaderworkerset.x-k8s.io",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "controllers(*names): run these optional controllers (kueue, jobset, lws) "
+        "in the e2e control plane",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -49,6 +71,32 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ.pop("FABRICFIT_STATE_DIR", None)
         else:
             os.environ["FABRICFIT_STATE_DIR"] = previous
+
+
+@pytest.fixture(autouse=True)
+def optional_controllers(request: pytest.FixtureRequest) -> None:
+    """Start (once per session) the controllers a test's ``controllers`` marker names."""
+    marker = request.node.get_closest_marker("controllers")
+    if marker is None:
+        return
+    from devcluster import binaries, cluster, controllers, install
+
+    names = controllers.parse_with(",".join(marker.args))
+    kubeconfig: Path = request.getfixturevalue("kubeconfig")
+    if os.environ.get("KUBECONFIG"):
+        missing = [n for n in names if not _has_crd(kubeconfig, CONTROLLER_CRDS[n])]
+        if missing:
+            pytest.skip(f"the $KUBECONFIG cluster does not run {', '.join(missing)}")
+        return
+    state = cluster.require_state()
+    install.start_controllers(state, names, binaries.require(), lambda m: print(f"[cluster] {m}"))
+
+
+def _has_crd(kubeconfig: Path, crd: str) -> bool:
+    from devcluster import binaries
+
+    argv = [str(binaries.locate().kubectl), f"--kubeconfig={kubeconfig}", "get", f"crd/{crd}"]
+    return subprocess.run(argv, capture_output=True, check=False).returncode == 0
 
 
 @pytest.fixture(scope="session")

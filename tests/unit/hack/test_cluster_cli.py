@@ -89,3 +89,33 @@ def test_nodes_with_bad_numbers_is_one_line(tmp_path: Path) -> None:
     result = run(["nodes", "--nodes", "many"], env=env)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
+
+
+def test_up_with_an_unknown_controller_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    env = {**os.environ, "FABRICFIT_STATE_DIR": str(tmp_path / "none")}
+    result = run(["up", "--with", "kueue,volcano"], env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "hack/cluster: argument --with: unknown component 'volcano' for --with "
+        "(expected any of: jobset, kueue, lws)"
+    )
+    assert not (tmp_path / "none").exists()
+
+
+def test_build_with_an_unknown_argument_is_one_line_and_exit_2() -> None:
+    result = run(["build", "--fast"])
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "hack/cluster build: unknown argument '--fast' (expected --with kueue,jobset,lws)"
+    )
+
+
+def test_build_with_an_unknown_component_is_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "FABRICFIT_CACHE": str(tmp_path / "cache")}
+    result = run(["build", "--with", "volcano"], env=env)
+    assert result.returncode != 0
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("hack/cluster build: unknown component 'volcano'")
+    )
