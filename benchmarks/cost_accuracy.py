@@ -1,36 +1,62 @@
-"""Print the cost model's predictions next to published measurements.
+"""The cost model against published measurements, by regime (size × scope × collective).
 
-The table, its rows and sources live in ``tests/unit/cost/measurements.py`` (the same table the
-accuracy test asserts on). Exit code 1 when a tolerance is exceeded.
+Rows: ``tests/fixtures/cost/measurements.yaml`` (single published figures, each with its source)
+and the nccl-tests logs listed in ``tests/fixtures/nccl-tests/SOURCES.yaml`` (full size sweeps).
+Rows marked ``calibration`` are the ones the presets' numbers were fitted on; the table reports
+held-out and fitted rows apart. Also printed: leave-one-source-out (refit a preset without one
+source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
+predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted on its
+calibration rows (the numbers the preset YAML files carry).
 
-Run: ``.venv/bin/python benchmarks/cost_accuracy.py``
+Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit]``
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
-TABLE = Path(__file__).resolve().parent.parent / "tests" / "unit" / "cost" / "measurements.py"
+from fabricfit.calibrate import accuracy
+from fabricfit.calibrate.dataset import load_cases
+from fabricfit.calibrate.fit import FITTABLE, fit_profile
+from fabricfit.fabric.profiles import PRESETS
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 
-def main() -> int:
-    spec = importlib.util.spec_from_file_location("fabricfit_cost_measurements", TABLE)
-    if spec is None or spec.loader is None:
-        print(f"cannot load {TABLE}", file=sys.stderr)
-        return 2
-    table = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = table
-    spec.loader.exec_module(table)
-    comparisons, reference = table.run()
-    print(table.render(comparisons, reference))
-    ok = (
-        all(c.passed for c in comparisons)
-        and table.bandwidth_median(comparisons) <= table.MEDIAN_LIMIT
+def _read(relative: str) -> str:
+    return (FIXTURES / relative).read_text(encoding="utf-8")
+
+
+def print_fits(cases: list[accuracy.Case]) -> None:
+    for fabric in sorted({c.fabric for c in cases if c.calibration}):
+        rows = [c.measurement for c in cases if c.fabric == fabric and c.calibration]
+        result = fit_profile(PRESETS[fabric], rows)
+        print(f"# {fabric}: fitted on {len(rows)} rows, median {result.median_abs_error:.1%}")
+        for name in FITTABLE:
+            print(f"{name}: {getattr(result.profile, name)}")
+
+
+def main(argv: list[str]) -> int:
+    cases = load_cases(_read)
+    judged = accuracy.judge([c for c in cases if not c.reference], PRESETS)
+    bands = accuracy.band_table(judged, PRESETS)
+    fitted = sum(c.calibration for c in cases)
+    print(f"{len(judged)} rows ({fitted} fitted [calibration], {len(judged) - fitted} held out)")
+    print(accuracy.render_bands(bands))
+    if "--rows" in argv:
+        print(accuracy.render_rows(judged))
+    print(accuracy.render_references(cases, PRESETS))
+    print(
+        accuracy.render_transfers(
+            "leave one source out:", accuracy.leave_one_source_out(cases, PRESETS)
+        )
     )
-    return 0 if ok else 1
+    print(accuracy.render_transfers("small to large:", accuracy.small_to_large(cases, PRESETS)))
+    if "--fit" in argv:
+        print_fits(cases)
+    return 0 if all(b.meets_targets() for b in bands) else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -161,6 +161,15 @@ def channel_nics(shape: GroupShape, profile: FabricProfile) -> float:
     return nics
 
 
+def _oversubscription(shape: GroupShape, profile: FabricProfile) -> float:
+    if not shape.crosses_spine:
+        return 1.0
+    over = profile.leaf_oversubscription
+    if shape.crosses_core:
+        over = max(over, profile.spine_oversubscription)
+    return over
+
+
 def scaleout_gb_per_s(
     shape: GroupShape, profile: FabricProfile, load: float, *, channels: bool = True
 ) -> tuple[float, str]:
@@ -169,26 +178,26 @@ def scaleout_gb_per_s(
     profile's per-domain NIC bound applies; p2p-based all-to-all uses every rank's own NIC."""
     nics = channel_nics(shape, profile) if channels else shape.min_nics_per_domain
     nic = nics * profile.nic_gb_per_s / load
-    if not shape.crosses_spine:
-        return nic, "nic"
-    over = profile.leaf_oversubscription
-    if shape.crosses_core:
-        over = max(over, profile.spine_oversubscription)
-    if over > 1.0:
-        return nic / over, "spine"
-    return nic, "nic"
+    over = _oversubscription(shape, profile)
+    return (nic / over, "spine") if over > 1.0 else (nic, "nic")
+
+
+def _ring_of(
+    shape: GroupShape, profile: FabricProfile, out: float, out_tier: str
+) -> tuple[float, str]:
+    nvlink = profile.nvlink_ring_gb_per_s
+    if not shape.multi_domain:
+        return nvlink, "nvlink"
+    m = shape.max_per_domain
+    if m > 1 and nvlink * m / (m - 1) < out:
+        return nvlink * m / (m - 1), "nvlink"
+    return out, out_tier
 
 
 def ring_gb_per_s(shape: GroupShape, profile: FabricProfile, load: float) -> tuple[float, str]:
     """Ring bus bandwidth: NVLink inside one domain, else min(NIC egress, NVLink chain)."""
-    nvlink = profile.nvlink_ring_gb_per_s
-    if not shape.multi_domain:
-        return nvlink, "nvlink"
-    out, tier = scaleout_gb_per_s(shape, profile, load)
-    m = shape.max_per_domain
-    if m > 1 and nvlink * m / (m - 1) < out:
-        return nvlink * m / (m - 1), "nvlink"
-    return out, tier
+    out, tier = scaleout_gb_per_s(shape, profile, load) if shape.multi_domain else (0.0, "")
+    return _ring_of(shape, profile, out, tier)
 
 
 def nvls_algbw_gb_per_s(ranks: int, profile: FabricProfile) -> float:
@@ -220,21 +229,23 @@ class Tiers(NamedTuple):
 
 def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
     multi = shape.multi_domain
-    out, out_tier = scaleout_gb_per_s(shape, profile, load) if multi else (0.0, "nvlink")
-    p2p, p2p_tier = (
-        scaleout_gb_per_s(shape, profile, load, channels=False) if multi else (0.0, "nvlink")
-    )
-    one = p2p / shape.min_nics_per_domain if multi else profile.nvlink_ring_gb_per_s
-    ring, ring_tier = ring_gb_per_s(shape, profile, load)
+    out, p2p, tier, nics = 0.0, 0.0, "nvlink", 0.0
+    if multi:
+        over = _oversubscription(shape, profile)
+        tier = "spine" if over > 1.0 else "nic"
+        per_nic = profile.nic_gb_per_s / (load * max(over, 1.0))
+        nics = channel_nics(shape, profile)
+        out, p2p = nics * per_nic, shape.min_nics_per_domain * per_nic
+    ring, ring_tier = _ring_of(shape, profile, out, tier)
     return Tiers(
         out_gb_per_s=out,
-        out_tier=out_tier,
+        out_tier=tier,
         p2p_out_gb_per_s=p2p,
-        p2p_tier=p2p_tier,
-        one_nic_gb_per_s=one,
+        p2p_tier=tier,
+        one_nic_gb_per_s=p2p / shape.min_nics_per_domain if multi else ring,
         ring_gb_per_s=ring,
         ring_tier=ring_tier,
-        channels=channel_nics(shape, profile) if multi else 0.0,
+        channels=nics,
         ll_cap_gb_per_s=ll_cap_gb_per_s(shape, profile),
         base_scale=profile.base_latency_us / NCCL_BASE_US,
         nvlink_scale=profile.nvlink_hop_latency_us / NCCL_NVLINK_HOP_US,

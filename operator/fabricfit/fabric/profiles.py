@@ -20,8 +20,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   (``alltoall_efficiency``, ``alltoall_decay``). Their defaults are NCCL's own constants or
   neutral values, so a profile written before they existed still loads and means the same.
 
-Every number carries its source in the preset YAML files (``presets/*.yaml``, key ``sources``);
-the reference notes with the same citations are ``docs/reference/cost-model.md``. Custom
+Every number carries its source in the preset YAML files (``presets/*.yaml``: a comment next to
+the value and the ``sources`` list); fitted numbers say which measured rows they were fitted on
+(``fabricfit.calibrate.fit``, rows in ``tests/fixtures``). Custom
 profiles are YAML documents with the same keys; :func:`load_profile` validates them and raises
 :class:`ProfileError` (a ``ValueError``) with a one-line message for anything wrong.
 

@@ -1,67 +1,74 @@
-"""The cost model against published measurements (table in measurements.py).
+"""The cost model against published measurements, by regime (benchmarks/cost_accuracy.py prints
+the same table with leave-one-source-out figures).
 
-Fails when the median relative error over large-message bandwidth rows exceeds 15 %, any row is
-off by more than 35 %, or a latency row (≤ 64 KiB) by more than 2.5×. The whole comparison table
-is printed to the terminal on every run (capture disabled for it) and repeated in the assertion
-message on failure.
+Rows: ``tests/fixtures/cost/measurements.yaml`` and the nccl-tests logs of
+``tests/fixtures/nccl-tests/SOURCES.yaml``, each with its source; presets were fitted on the rows
+marked ``calibration``. The printed targets are median |busbw error| <= 10 % per band of >= 3
+rows, worst <= 30 %, latency within 1.5x; asserted here are looser limits (median 15 %, worst
+45 %, latency 2.5x) so that one new data row does not break CI. The table is printed on every
+run (capture disabled) and repeated in the assertion message.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from fabricfit.calibrate import accuracy
+from fabricfit.calibrate.dataset import load_cases
+from fabricfit.fabric.profiles import PRESETS
 
-def _load() -> ModuleType:
-    path = Path(__file__).with_name("measurements.py")
-    spec = importlib.util.spec_from_file_location("fabricfit_cost_measurements", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+MEDIAN_LIMIT, WORST_LIMIT, LATENCY_LIMIT = 0.15, 0.45, 2.5
 
 
-m = _load()
+def _read(relative: str) -> str:
+    return (FIXTURES / relative).read_text(encoding="utf-8")
 
 
-def test_table_covers_the_required_hardware_and_size() -> None:
-    rows = m.ROWS
-    assert len(rows) >= 15
-    fabrics = {r.fabric for r in rows}
+CASES = load_cases(_read)
+JUDGED = accuracy.judge([c for c in CASES if not c.reference], PRESETS)
+
+
+def _violations(bands: list[accuracy.Band]) -> list[str]:
+    bad = []
+    for b in bands:
+        n, median, worst = b.stats()
+        if b.latency and worst > LATENCY_LIMIT:
+            bad.append(f"{b.size} {b.scope} {b.collective}: latency {worst:.2f}x")
+        if not b.latency and (worst > WORST_LIMIT or (n >= 3 and median > MEDIAN_LIMIT)):
+            bad.append(f"{b.size} {b.scope} {b.collective}: median {median:.0%} worst {worst:.0%}")
+    return bad
+
+
+def test_rows_cover_hardware_scopes_and_sizes() -> None:
+    fabrics = {c.fabric for c in CASES}
     assert {"dgx-h100", "dgx-a100", "gb200-nvl72", "tpu-v5e"} <= fabrics
-    assert any(r.nodes > 1 and r.fabric.startswith("dgx") for r in rows), "multi-node IB rows"
-    assert sum(r.latency for r in rows) >= 3, "latency rows"
-    assert all(r.source for r in rows)
+    bands = accuracy.band_table(JUDGED, PRESETS)
+    assert {b.size for b in bands} == set(accuracy.SIZE_BANDS)
+    assert {b.scope for b in bands} >= {"1 domain", "2-4 domains", ">=8 domains"}
+    assert all(c.measurement.source for c in CASES)
+    assert any(c.calibration for c in CASES) and any(not c.calibration for c in CASES)
 
 
-def test_model_matches_published_measurements(capsys: pytest.CaptureFixture[str]) -> None:
-    comparisons, reference = m.run()
-    table = m.render(comparisons, reference)
+def test_model_matches_published_measurements_by_regime(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bands = accuracy.band_table(JUDGED, PRESETS)
+    table = accuracy.render_bands(bands)
     with capsys.disabled():  # shown with or without -s
         print("\n" + table)
-    failed = [c.row.id for c in comparisons if not c.passed]
-    median = m.bandwidth_median(comparisons)
-    assert not failed, f"rows out of tolerance: {failed}\n{table}"
-    assert median <= m.MEDIAN_LIMIT, f"median error {median:.1%}\n{table}"
+    bad = _violations(bands)
+    assert not bad, "\n".join([*bad, table])
 
 
 def test_accuracy_check_can_fail() -> None:
-    """A wrong NIC efficiency (0.5 instead of ~0.965) must break the multi-node rows."""
-    from fabricfit.fabric import profiles
-
-    broken = dataclasses.replace(profiles.get_profile("dgx-a100"), nic_efficiency=0.5)
-    row = next(r for r in m.ROWS if r.id == "V3")
-    assert m.compare(row).passed
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            m,
-            "get_profile",
-            lambda name: broken if name == "dgx-a100" else profiles.get_profile(name),
-        )
-        assert not m.compare(row).passed
+    """A wrong NIC efficiency (half the real one) must break the multi-node bands."""
+    broken = {
+        name: dataclasses.replace(p, nic_efficiency=p.nic_efficiency / 2) if not p.is_torus else p
+        for name, p in PRESETS.items()
+    }
+    judged = accuracy.judge([c for c in CASES if not c.reference], broken)
+    assert _violations(accuracy.band_table(judged, broken))
