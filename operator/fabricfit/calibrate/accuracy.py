@@ -8,10 +8,10 @@ on it. :func:`judge` predicts every case on its preset. Rows of at most 64 KiB p
 latency rows, judged by the time ratio max(p/m, m/p); the others by |busbw error|.
 
 :func:`band_table` groups the judged rows by size band (≤ 64 KiB, 64 KiB–16 MiB, 16–256 MiB,
-≥ 256 MiB) × scope (NVLink domains spanned: one, 2–4, 5–7, ≥ 8) × collective and reports
-held-out and fitted rows apart. :func:`leave_one_source_out` refits each preset without one
-source's rows (with :func:`~fabricfit.calibrate.fit.fit_profile`) and predicts that source;
-:func:`small_to_large` fits on runs of ≤ 4 domains and predicts ≥ 8. Pure: callers read files.
+≥ 256 MiB) × scope (NVLink domains spanned: one, 2–4, 5–7, ≥ 8; TPU rows apart) × collective
+and reports held-out and fitted rows apart. :func:`leave_one_source_out` refits each preset
+without one source's rows (with :func:`~fabricfit.calibrate.fit.fit_profile`) and predicts that
+source; :func:`small_to_large` fits on runs of ≤ 4 domains and predicts ≥ 8. Pure: callers read files.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fabricfit.fabric.profiles import FabricProfile
 KIB, MIB = 1 << 10, 1 << 20
 LATENCY_MAX_BYTES = 64 * KIB
 SIZE_BANDS = ("<=64KiB", "64KiB-16MiB", "16-256MiB", ">=256MiB")
-SCOPES = ("1 domain", "2-4 domains", "5-7 domains", ">=8 domains")
+SCOPES = ("1 domain", "2-4 domains", "5-7 domains", ">=8 domains", "tpu")
 # Targets (judged on the printed table, held-out rows included).
 TARGET_MEDIAN, TARGET_WORST, TARGET_LATENCY_RATIO = 0.10, 0.30, 1.5
 
@@ -78,6 +78,9 @@ def domains_of(m: Measurement, profile: FabricProfile) -> int:
 
 
 def scope_of(m: Measurement, profile: FabricProfile) -> str:
+    """NVLink domains spanned; TPU rows (a torus, no NCCL) form a scope of their own."""
+    if profile.is_torus:
+        return SCOPES[4]
     d = domains_of(m, profile)
     return SCOPES[0] if d == 1 else SCOPES[1] if d <= 4 else SCOPES[2] if d < 8 else SCOPES[3]
 

@@ -10,6 +10,7 @@ FileNotFoundError for a fixture that does not exist (yet).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,8 +44,8 @@ def _entries(manifest: Any) -> list[Mapping[str, Any]]:
 
 
 def _log_cases(entry: Mapping[str, Any], read: Callable[[str], str]) -> list[Case]:
-    from fabricfit.calibrate.logs import parse_log
-
+    # the parser module lands beside this one (calibrate.logs); imported late, by name
+    parse_log = importlib.import_module("fabricfit.calibrate.logs").parse_log
     path = str(entry.get("file") or entry.get("path"))
     fabric = entry.get("fabric") or entry.get("preset")
     if not fabric:

@@ -167,8 +167,8 @@ def tree_allreduce(
 
 def _fill_s(size: int, transfer_s: float, profile: FabricProfile, loop_bytes: int) -> float:
     """Pipeline fill: L = size/loop loops run at L/(L + d) of the plateau, i.e. d loops' worth
-    of extra time at the call's own rate."""
-    return profile.pipeline_fill_loops * loop_bytes / size * transfer_s
+    of extra time at the call's own rate; a call smaller than one loop fills only itself."""
+    return profile.pipeline_fill_loops * min(loop_bytes, size) / size * transfer_s
 
 
 def nvls(

@@ -6,7 +6,8 @@ Rows: ``tests/fixtures/cost/measurements.yaml`` and the nccl-tests logs of
 marked ``calibration``. The printed targets are median |busbw error| <= 10 % per band of >= 3
 rows, worst <= 30 %, latency within 1.5x; asserted here are looser limits (median 15 %, worst
 45 %, latency 2.5x) so that one new data row does not break CI. The table is printed on every
-run (capture disabled) and repeated in the assertion message.
+run (capture disabled) and repeated in the assertion message. TPU rows (scope ``tpu``: a torus
+model, not NCCL's) are printed with their verdict but not asserted here.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ JUDGED = accuracy.judge([c for c in CASES if not c.reference], PRESETS)
 def _violations(bands: list[accuracy.Band]) -> list[str]:
     bad = []
     for b in bands:
+        if b.scope == "tpu":
+            continue
         n, median, worst = b.stats()
         if b.latency and worst > LATENCY_LIMIT:
             bad.append(f"{b.size} {b.scope} {b.collective}: latency {worst:.2f}x")
