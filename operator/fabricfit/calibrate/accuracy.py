@@ -11,7 +11,8 @@ latency rows, judged by the time ratio max(p/m, m/p); the others by |busbw error
 ≥ 256 MiB) × scope (NVLink domains spanned: one, 2–4, 5–7, ≥ 8; TPU rows apart) × collective
 and reports held-out and fitted rows apart. :func:`leave_one_source_out` refits each preset
 without one source's rows (with :func:`~fabricfit.calibrate.fit.fit_profile`) and predicts that
-source; :func:`small_to_large` fits on runs of ≤ 4 domains and predicts ≥ 8. Pure: callers read files.
+source; :func:`small_to_large` fits on runs of ≤ 4 domains and predicts ≥ 8.
+Pure: callers read the files.
 """
 
 from __future__ import annotations
