@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.request import request_from_spec
 from fabricfit.placement.search import plan_placement
+from fabricfit.render.kinds import kind_named
 from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
 
@@ -74,7 +76,7 @@ def _objects(path: str, what: str) -> list[dict[str, Any]]:
 
 def parse_topology(
     objects: list[dict[str, Any]], path: str
-) -> tuple[TrainingTopologySpec, dict[str, Any] | None]:
+) -> tuple[TrainingTopologySpec, Mapping[str, Any] | None]:
     """The single TrainingTopology (or bare spec) in ``objects``, and the pod template of the
     workload it names when that workload is in the same file."""
     topologies = [o for o in objects if o.get("kind") == "TrainingTopology"]
@@ -98,7 +100,7 @@ def parse_topology(
 
 def _workload_template(
     spec: TrainingTopologySpec, objects: list[dict[str, Any]]
-) -> dict[str, Any] | None:
+) -> Mapping[str, Any] | None:
     ref = spec.workload_ref
     if ref is None:
         return None
@@ -109,16 +111,12 @@ def _workload_template(
     return None
 
 
-def _pod_template_of(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The pod template carrying the ranks: Job, JobSet (first replicated job), Pod."""
-    spec = obj.get("spec") or {}
-    if obj.get("kind") == "Pod":
-        return obj
-    if obj.get("kind") == "JobSet":
-        jobs = spec.get("replicatedJobs") or [{}]
-        spec = ((jobs[0] or {}).get("template") or {}).get("spec") or {}
-    template = spec.get("template")
-    return template if isinstance(template, dict) else None
+def _pod_template_of(obj: dict[str, Any]) -> Mapping[str, Any] | None:
+    """The pod template carrying the ranks, as the operator picks it; a Pod is its own."""
+    kind = kind_named(str(obj.get("kind")))
+    if kind is None:
+        return None
+    return obj if kind.selects_pods else kind.rank_template(obj)
 
 
 def choose_fabric(snapshot: ClusterSnapshot, *requested: str | None) -> str:

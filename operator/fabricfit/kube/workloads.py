@@ -7,56 +7,32 @@ TrainingTopology's ``workloadRef.podSelector`` in its namespace.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
-from fabricfit.render.kinds import API_VERSIONS
-
-POD_KIND = "Pod"
-
-
-@dataclass(frozen=True)
-class KindInfo:
-    kind: str
-    api_version: str
-    plural: str
-
-
-# Kubernetes plurals of the workload kinds; their apiVersions are render.kinds.API_VERSIONS.
-PLURALS: dict[str, str] = {
-    "Job": "jobs",
-    "JobSet": "jobsets",
-    "PyTorchJob": "pytorchjobs",
-    "LeaderWorkerSet": "leaderworkersets",
-}
-KINDS: dict[str, KindInfo] = {
-    kind: KindInfo(kind, API_VERSIONS[kind], plural) for kind, plural in PLURALS.items()
-}
+from fabricfit.render.kinds import KINDS, WorkloadKind
 
 
 class UnsupportedWorkloadError(ValueError):
     """The workloadRef names a kind (or apiVersion) fabricfit cannot place."""
 
 
-def kind_info(ref: WorkloadRef) -> KindInfo | None:
-    """Coordinates of a workload kind; None for plain Pods. Raises for unsupported kinds."""
-    if ref.kind == POD_KIND:
-        if ref.api_version != "v1":
-            raise UnsupportedWorkloadError(f"kind Pod needs apiVersion v1, not {ref.api_version}")
-        return None
-    info = KINDS.get(ref.kind)
-    if info is None:
-        supported = ", ".join([*KINDS, POD_KIND])
+def kind_of(ref: WorkloadRef) -> WorkloadKind:
+    """The registered kind of ``ref``; raises for an unknown kind or a foreign API group."""
+    kind = KINDS.get(ref.kind)
+    if kind is None:
+        supported = ", ".join(KINDS)
         raise UnsupportedWorkloadError(
             f"workload kind {ref.kind} is not supported (supported: {supported})"
         )
-    if ref.api_version.split("/")[0] != info.api_version.split("/")[0]:
+    if not kind.api_group and ref.api_version != kind.api_version:
         raise UnsupportedWorkloadError(
-            f"{ref.kind} must use API group {info.api_version.split('/')[0]}"
+            f"kind {kind.name} needs apiVersion {kind.api_version}, not {ref.api_version}"
         )
-    return KindInfo(info.kind, ref.api_version, info.plural)
+    if ref.api_version.rpartition("/")[0] != kind.api_group:
+        raise UnsupportedWorkloadError(f"{ref.kind} must use API group {kind.api_group}")
+    return kind
 
 
 def selector_string(labels: dict[str, str]) -> str:
@@ -65,15 +41,15 @@ def selector_string(labels: dict[str, str]) -> str:
 
 async def read_workload(rest: Rest, ref: WorkloadRef, namespace: str) -> dict[str, Any] | None:
     """The workload object, or None when it does not exist (or its CRD is not installed)."""
-    info = kind_info(ref)
-    if info is None:
+    kind = kind_of(ref)
+    if kind.selects_pods:
         pods = await rest.list(
-            path_for("v1", "pods", namespace),
+            path_for(kind.api_version, kind.plural, namespace),
             label_selector=selector_string(ref.pod_selector or {}),
         )
         return {"apiVersion": "v1", "kind": "PodGroup", "items": pods} if pods else None
     try:
-        return await rest.get(path_for(info.api_version, info.plural, namespace, ref.name))
+        return await rest.get(path_for(ref.api_version, kind.plural, namespace, ref.name))
     except ApiError as err:
         if err.status == 404 or (err.status == 0 and "not found" in err.message.lower()):
             return None
@@ -83,10 +59,10 @@ async def read_workload(rest: Rest, ref: WorkloadRef, namespace: str) -> dict[st
 async def patch_workload(
     rest: Rest, ref: WorkloadRef, namespace: str, body: dict[str, Any]
 ) -> None:
-    info = kind_info(ref)
-    if info is None:
+    kind = kind_of(ref)
+    if kind.selects_pods:
         raise UnsupportedWorkloadError("plain Pods cannot be patched as a workload")
-    await rest.patch(path_for(info.api_version, info.plural, namespace, ref.name), body, "merge")
+    await rest.patch(path_for(ref.api_version, kind.plural, namespace, ref.name), body, "merge")
 
 
 async def patch_pod(

@@ -31,6 +31,7 @@ from fabricfit.render.kinds import (
     build_unsuspend_patch,
     build_workload_patch,
     is_suspended,
+    kind_named,
     pod_index,
     pod_templates,
     template_pod_count,
@@ -38,8 +39,6 @@ from fabricfit.render.kinds import (
 from fabricfit.render.kueue import fit_to_podset
 from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
 from fabricfit.render.workload import build_template_patch, build_workload_labels
-
-POD_KIND = "Pod"
 
 
 @dataclass
@@ -69,7 +68,8 @@ async def apply_to_workload(
     result = Applied()
     if mode == "advisory":
         return result
-    if ref.kind == POD_KIND:
+    kind = kind_named(ref.kind)
+    if kind is not None and kind.selects_pods:
         await _label_pods(rest, namespace, name, workload.get("items") or [])
         return result
     templates = pod_templates(ref.kind, workload)

@@ -41,7 +41,7 @@ from fabricfit.reconcile import applying, evaluation, planning
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
-from fabricfit.render.kinds import expected_pods, pod_index, pod_templates
+from fabricfit.render.kinds import expected_pods, kind_named, pod_index, rank_template
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.pods import build_pin_patch, build_ungate_patch, is_gated, planned_node_of
 
@@ -117,7 +117,7 @@ async def _workload(
         workload = await read_workload(state.rest, ref, namespace)
     except UnsupportedWorkloadError as err:
         _invalid(draft, Reason.UNSUPPORTED_WORKLOAD, str(err))
-    if workload is not None and ref.kind != applying.POD_KIND:
+    if workload is not None:
         expected = expected_pods(ref.kind, workload)
         if expected is not None and expected != spec.pods:
             _invalid(
@@ -129,20 +129,10 @@ async def _workload(
     return workload
 
 
-def _template(kind: str, workload: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    if workload is None:
-        return None
-    if kind == applying.POD_KIND:
-        items = workload.get("items") or []
-        return items[0] if items else None
-    templates = pod_templates(kind, workload)
-    return templates[-1][1] if templates else None
-
-
 def workload_pods(
     key: TopologyKey, kind: str, workload: Mapping[str, Any] | None, views: Views
 ) -> list[Mapping[str, Any]]:
-    if kind == applying.POD_KIND:
+    if _selects_pods(kind):
         return list((workload or {}).get("items") or [])
     return [
         p
@@ -164,7 +154,7 @@ async def _reconcile(
     ref = spec.workload_ref
     assert ref is not None
     workload = await _workload(state, spec, key[0], draft)
-    template = _template(ref.kind, workload)
+    template = rank_template(ref.kind, workload)
     views = views_of()
     pods = workload_pods(key, ref.kind, workload, views)
     plan, snapshot = await _ensure_plan(status, key, spec, template, pods, state, views_of, draft)
@@ -309,14 +299,16 @@ async def _pods_to_release(
     except ValidationError:
         return pods
     ref = spec.workload_ref
-    if ref is not None and ref.kind == applying.POD_KIND and ref.pod_selector:
+    if ref is not None and _selects_pods(ref.kind) and ref.pod_selector:
         group = await read_workload(state.rest, ref, key[0])
         names = {(p.get("metadata") or {}).get("name") for p in pods}
         pods += [p for p in (group or {}).get("items") or [] if p["metadata"]["name"] not in names]
     return pods
 
 
-FAST_PIN_KINDS = ("Job", applying.POD_KIND)
+def _selects_pods(kind: str) -> bool:
+    found = kind_named(kind)
+    return found is not None and found.selects_pods
 
 
 async def pin_from_plan(
@@ -334,7 +326,8 @@ async def pin_from_plan(
         holding = state.ledger.newest(key, views_of().topologies.get(key))
         if holding is None or not holding.current or holding.mode != "pinned":
             return None
-        if holding.kind not in FAST_PIN_KINDS:
+        kind = kind_named(holding.kind)
+        if kind is None or not kind.index_without_workload:
             return None
         index = pod_index(holding.kind, pod, index_label=holding.index_label)
         if index is None or index >= len(holding.planned_nodes):

@@ -111,6 +111,53 @@ def test_affinity_from_the_named_job_is_honoured(capsys: pytest.CaptureFixture[s
     assert nodes and all(int(n.split("-")[1]) >= 8 for n in nodes)
 
 
+PYTORCH_WITH_AFFINITY = """
+apiVersion: fabricfit.dev/v1alpha1
+kind: TrainingTopology
+metadata: {name: pt}
+spec:
+  workloadRef: {apiVersion: kubeflow.org/v1, kind: PyTorchJob, name: pt}
+  gpusPerPod: 8
+  parallelism: {tensor: 8, data: 2}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template: {spec: {containers: [{name: t, image: t}]}}
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          affinity:
+            nodeAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+                nodeSelectorTerms:
+                - matchExpressions:
+                  - key: kubernetes.io/hostname
+                    operator: NotIn
+                    values: [h200-00, h200-01, h200-02, h200-03, h200-04, h200-05, h200-06]
+          containers: [{name: t, image: t}]
+"""
+
+
+def test_the_workers_template_constrains_the_plan_as_in_the_operator(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The operator honours the rank-carrying template of every kind (a PyTorchJob's Worker);
+    # the CLI used to read only Job and JobSet templates and planned a PyTorchJob unconstrained.
+    topology = tmp_path / "pt.yaml"
+    topology.write_text(PYTORCH_WITH_AFFINITY)
+    nodes_file = str(NODES / "topograph-v1-h200-16.yaml")
+    code, out, _ = _run(capsys, "--nodes", nodes_file, "--topology", str(topology), "--json")
+    assert code == 0
+    nodes = {p["node"] for p in json.loads(out)["pods"]}
+    assert nodes and all(int(n.split("-")[1]) >= 7 for n in nodes)
+
+
 def test_infeasible_reports_largest_fit(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(
         capsys,

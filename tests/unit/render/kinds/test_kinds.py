@@ -23,13 +23,12 @@ from fabricfit.render.kinds import (
     build_unsuspend_patch,
     build_workload_patch,
     expected_pods,
-    is_supported,
     is_suspended,
-    parse_index,
     pod_index,
     pod_templates,
     template_pod_count,
 )
+from fabricfit.render.kinds.base import parse_index
 from fabricfit.render.workload import merge_diff
 
 
@@ -472,14 +471,7 @@ def test_suspension(
     assert build_unsuspend_patch(kind) == patch
 
 
-def test_supported_kinds_and_affinity_mutability() -> None:
-    assert is_supported("batch/v1", "Job")
-    assert is_supported("jobset.x-k8s.io/v1alpha2", "JobSet")
-    assert is_supported("kubeflow.org/v1", "PyTorchJob")
-    assert is_supported("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
-    assert is_supported("v1", "Pod")
-    assert not is_supported("batch/v1", "CronJob")
-    assert not is_supported("apps/v1", "Job")
+def test_affinity_mutability() -> None:
     assert [
         k
         for k in ("Job", "JobSet", "PyTorchJob", "LeaderWorkerSet", "Pod")

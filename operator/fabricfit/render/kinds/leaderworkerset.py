@@ -1,0 +1,57 @@
+"""LeaderWorkerSet (``leaderworkerset.x-k8s.io``):
+``spec.leaderWorkerTemplate.{leaderTemplate,workerTemplate}``.
+
+Pod k = group index · size + worker index (the leader is worker 0). Kueue admits one group at
+a time, as a leader PodSet (1 pod) and a worker PodSet (size - 1); without a leader template
+the worker template also makes the leader's PodSet. There is no suspend flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from fabricfit.api.constants import LWS_GROUP_INDEX_LABEL, LWS_WORKER_INDEX_LABEL
+from fabricfit.render.kinds.base import Path, WorkloadKind, count, get_path, parse_index
+
+_BASE: Path = ("spec", "leaderWorkerTemplate")
+
+
+class LeaderWorkerSet(WorkloadKind):
+    name: ClassVar[str] = "LeaderWorkerSet"
+    api_version: ClassVar[str] = "leaderworkerset.x-k8s.io/v1"
+    plural: ClassVar[str] = "leaderworkersets"
+    index_label: ClassVar[str | None] = LWS_WORKER_INDEX_LABEL
+    allows_pod_affinity: ClassVar[bool] = True
+
+    def template_paths(self, workload: Mapping[str, Any]) -> list[Path]:
+        return [(*_BASE, "leaderTemplate"), (*_BASE, "workerTemplate")]
+
+    def expected_pods(self, workload: Mapping[str, Any]) -> int | None:
+        spec = get_path(workload, ("spec",))
+        if not isinstance(spec, Mapping):
+            return None
+        size = count(get_path(spec, ("leaderWorkerTemplate", "size")), 1)
+        groups = count(spec.get("replicas"), 1)
+        return size * groups if size is not None and groups is not None else None
+
+    def template_pod_count(self, workload: Mapping[str, Any], path: Path) -> int | None:
+        size = count(get_path(workload, (*_BASE, "size")), 1)
+        if path[-1] == "leaderTemplate" or get_path(workload, (*_BASE, "leaderTemplate")) is None:
+            return 1
+        return size - 1 if size is not None else None
+
+    def local_index(
+        self, labels: Mapping[str, Any], workload: Mapping[str, Any] | None, index_label: str | None
+    ) -> int | None:
+        if workload is None:
+            return None
+        size = count(get_path(workload, (*_BASE, "size")), 1)
+        group = parse_index(labels.get(LWS_GROUP_INDEX_LABEL))
+        worker = parse_index(labels.get(LWS_WORKER_INDEX_LABEL))
+        if size is None or group is None or worker is None or worker >= size:
+            return None
+        return group * size + worker
+
+
+LEADERWORKERSET = LeaderWorkerSet()
