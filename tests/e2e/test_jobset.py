@@ -1,0 +1,83 @@
+"""A JobSet placed in ``pinned`` mode with its real controller: the JobSet controller creates the
+child Jobs, the Job controller their pods, fabricfit gates and pins them, kube-scheduler binds,
+and every pod (numbered as Kueue and fabricfit number JobSet ranks) is on its planned node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
+from helpers.operator import OperatorProcess
+
+pytestmark = pytest.mark.controllers("jobset")
+
+JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+
+
+def jobset(name: str, pool: str, replicated: list[tuple[str, int, int]]) -> dict[str, Any]:
+    """A suspended JobSet; ``replicated`` lists (name, replicas, pods per job)."""
+
+    def job(rj: str, replicas: int, pods: int) -> dict[str, Any]:
+        return {"name": rj, "replicas": replicas, "template": {"spec": {
+            "completionMode": "Indexed", "completions": pods, "parallelism": pods,
+            "backoffLimit": 100,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {POOL_LABEL: pool},
+                "containers": [{"name": "train", "image": "example.invalid/train:1",
+                                "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+            }},
+        }}}  # fmt: skip
+
+    return {
+        "apiVersion": f"{JOBSET[0]}/{JOBSET[1]}",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {"suspend": True, "replicatedJobs": [job(*rj) for rj in replicated]},
+    }
+
+
+def rank_of(pod: Any, shapes: dict[str, tuple[int, int]], order: list[str]) -> int:
+    """Pod k = pods of the replicated jobs before it + job index * pods per job + completion."""
+    labels = pod.metadata.labels
+    name = labels["jobset.sigs.k8s.io/replicatedjob-name"]
+    offset = sum(shapes[rj][0] * shapes[rj][1] for rj in order[: order.index(name)])
+    per_job = shapes[name][1]
+    job = int(labels["jobset.sigs.k8s.io/job-index"])
+    return offset + job * per_job + int(labels["batch.kubernetes.io/job-completion-index"])
+
+
+def test_jobset_pods_made_by_the_real_controllers_land_where_planned(
+    operator: OperatorProcess, core: Any, custom: Any, batch: Any, namespace: str
+) -> None:
+    make_pool(core, "jobset", rail_groups_per_spine=2, nodes_per_rail_group=4)
+    replicated = [("driver", 1, 2), ("workers", 2, 2)]  # 2 + 2x2 = 6 pods of 8 GPUs
+    custom.create_namespaced_custom_object(
+        *JOBSET[:2], namespace, JOBSET[2], jobset("train", "jobset", replicated)
+    )
+    spec = topology("train", "", {"tensor": 8, "data": 6})
+    spec["spec"]["workloadRef"] = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                   "name": "train"}  # fmt: skip
+    custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+
+    plan = planned(wait_condition(custom, namespace, "train", "Placed", "True", timeout=120))
+    selector = "jobset.sigs.k8s.io/jobset-name=train"
+    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+    live = [p for p in pods if p.metadata.deletion_timestamp is None]
+    assert len(live) == 6
+    shapes = {name: (replicas, per_job) for name, replicas, per_job in replicated}
+    order = [name for name, _, _ in replicated]
+    placed = {rank_of(p, shapes, order): p.spec.node_name for p in live}
+    assert placed == dict(enumerate(plan))
+    assert all(not p.spec.scheduling_gates for p in live)
+    # The real JobSet controller made them: each pod's Job is owned by the JobSet.
+    owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
+    assert owner["spec"]["suspend"] is False
+    uid = owner["metadata"]["uid"]
+    jobs = batch.list_namespaced_job(namespace).items
+    children = [j for j in jobs if any(o.uid == uid for o in j.metadata.owner_references or [])]
+    assert sorted(j.metadata.name for j in children) == [
+        "train-driver-0", "train-workers-0", "train-workers-1"
+    ]  # fmt: skip
