@@ -212,3 +212,18 @@ def test_state_round_trips_its_controllers(tmp_path: Path) -> None:
     loaded = State.load(tmp_path)
     assert loaded is not None
     assert loaded.controllers == [Controller("kueue", "v0.19.2", PORTS)]
+
+
+def test_readme_versions_table_matches_the_pins() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    pins = binaries.pinned_versions()
+    rows = {
+        "Kueue (`--with kueue`)": pins["KUEUE_VERSION"],
+        "JobSet (`--with jobset`)": pins["JOBSET_VERSION"],
+        "LeaderWorkerSet (`--with lws`)": pins["LWS_VERSION"],
+        "etcd": pins["ETCD_VERSION"],
+        "kwok": pins["KWOK_VERSION"],
+        "helm": pins["HELM_VERSION"],
+    }
+    for component, version in rows.items():
+        assert f"| {component} | {version} |" in readme
