@@ -135,14 +135,17 @@ MODEL_SHAPE = (
     ),
 )
 
+#: The one rule ``fabricfit plan`` may waive: a what-if needs no workload.
+WORKLOAD_REQUIRED = Rule(
+    "has(self.workloadRef)",
+    "workloadRef is required: name the Job, JobSet, PyTorchJob, LeaderWorkerSet or Pods",
+    ".workloadRef",
+    "FieldValueRequired",
+    lambda spec: spec.workload_ref is not None,
+)
+
 SPEC = (
-    Rule(
-        "has(self.workloadRef)",
-        "workloadRef is required: name the Job, JobSet, PyTorchJob, LeaderWorkerSet or Pods",
-        ".workloadRef",
-        "FieldValueRequired",
-        lambda spec: spec.workload_ref is not None,
-    ),
+    WORKLOAD_REQUIRED,
     Rule(
         f"{_TPD} <= {_POD_LIMIT} && {_WORLD} <= {_POD_LIMIT}",
         f"a workload may have at most {MAX_PODS} pods:"
@@ -192,7 +195,14 @@ SPEC_RULES = validations(*SPEC)
 ALL_RULES = (*SPEC, *WORKLOAD_REF, *PARALLELISM, *MODEL_SHAPE)
 
 
-def violations(spec: TrainingTopologySpec) -> list[str]:
+def violations(spec: TrainingTopologySpec, *, require_workload: bool = True) -> list[str]:
     """Messages of the (non-transition) CEL rules ``spec`` breaks, as the API server would
-    report them; empty when the API server would accept the spec."""
-    return [rule.message for rule in ALL_RULES if rule.holds is not None and not rule.holds(spec)]
+    report them; empty when the API server would accept the spec. ``require_workload=False``
+    waives :data:`WORKLOAD_REQUIRED` (offline what-if plans)."""
+    return [
+        rule.message
+        for rule in ALL_RULES
+        if rule.holds is not None
+        and not rule.holds(spec)
+        and (require_workload or rule is not WORKLOAD_REQUIRED)
+    ]

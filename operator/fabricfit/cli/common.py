@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: an argument parser whose errors are one line and exit code 2."""
+"""Shared CLI plumbing: exit codes, and an argument parser whose errors are one line (exit 2)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ from typing import NoReturn
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+EXIT_CODES_EPILOG = (
+    "exit codes: 0 placed / ok, 1 does not fit (or, for crd --check, out of date), "
+    "2 invalid input (one line on stderr), 3 internal error (one line; set FABRICFIT_DEBUG=1 "
+    "for the traceback)"
+)
 
 
 class UsageError(Exception):
@@ -16,16 +23,22 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is a single line on stderr and exit code 2."""
+    """argparse, but a usage error is a single line on stderr and exit code 2, and ``--help``
+    ends with the exit codes."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("epilog", EXIT_CODES_EPILOG)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
         fail(f"{self.prog}: {message}")
 
 
-def one_line(message: str) -> str:
-    """``message`` on one line: every line break (``\\r``, ``\\v``, U+2028… — user input such
-    as a YAML key can carry any of them) becomes a space."""
-    return " ".join(message.splitlines()).strip()
+def one_line(message: str, limit: int = 1000) -> str:
+    """``message`` on one line and at most ``limit`` characters: every line break (``\\r``,
+    ``\\v``, U+2028… — user input such as a YAML key can carry any of them) becomes a space."""
+    text = " ".join(message.splitlines()).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def fail(message: str) -> NoReturn:

@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError
 from fabricfit.cost import Collective, CollectiveEstimate, CostError, estimate_collective
+from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError, get_profile
+from fabricfit.fabric.quantity import parse_size_bytes
 from fabricfit.fabric.topology import GpuSlot
 
-UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
-SIZE_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*$", re.IGNORECASE)
 MAX_NODES = 65_536
 MAX_SIZE_BYTES = 2**50
 SU_GPUS = 256  # DGX SuperPOD scalable unit (scaling-book gpus.md)
@@ -34,7 +33,10 @@ def configure(parser: Parser) -> None:
         "--collective", required=True, metavar="C", help=", ".join(c.value for c in Collective)
     )
     parser.add_argument(
-        "--size", required=True, metavar="SIZE", help="bytes per rank, e.g. 4096, 64KiB, 1GiB, 2GB"
+        "--size",
+        required=True,
+        metavar="SIZE",
+        help="bytes per rank, e.g. 4096, 64KiB, 1GiB, 2GB, 1Gi, 512Mi, 1e9",
     )
     parser.add_argument(
         "--nodes",
@@ -54,16 +56,11 @@ def configure(parser: Parser) -> None:
 
 
 def parse_size(text: str) -> int:
-    """``SIZE`` in bytes: a number with an optional unit B, KB, MB, GB (1e3) or KiB, MiB, GiB."""
-    match = SIZE_PATTERN.match(text)
-    if match is None:
-        raise UsageError(
-            f"invalid --size {text!r}: use a number with B, KiB, MiB, GiB, KB, MB or GB"
-        )
-    unit = (match.group(2) or "B").upper()
-    size = round(float(match.group(1)) * UNITS[unit])
-    if not 1 <= size <= MAX_SIZE_BYTES:
-        raise UsageError(f"invalid --size {text!r}: must be between 1 byte and 1 PiB")
+    """``SIZE`` in bytes: a number with B, KB, MB, GB, KiB, MiB, GiB (any case) or a Kubernetes
+    quantity (``1Gi``, ``512Mi``, ``1G``, ``1e9``), at most 1 PiB."""
+    size, problem = parse_size_bytes(text, MAX_SIZE_BYTES)
+    if size is None:
+        raise UsageError(f"invalid --size {shorten(text)}: {problem}")
     return size
 
 
@@ -84,7 +81,9 @@ def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
         collective = Collective(args.collective)
     except ValueError:
         names = ", ".join(c.value for c in Collective)
-        raise UsageError(f"unknown --collective {args.collective!r} (one of {names})") from None
+        raise UsageError(
+            f"unknown --collective {shorten(args.collective)} (one of {names})"
+        ) from None
     if not 1 <= args.nodes <= MAX_NODES:
         raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, got {args.nodes}")
     if not 1 <= args.gpus_per_node <= profile.gpus_per_node:

@@ -1,14 +1,21 @@
-"""The ``fabricfit`` command: dispatch to a subcommand module, imported lazily."""
+"""The ``fabricfit`` command: dispatch to a subcommand module, imported lazily.
+
+Exit codes are the same for every subcommand: 0 placed/ok, 1 does not fit, 2 invalid input (one
+line on stderr), 3 internal error — an exception nobody anticipated, reported as one line that
+asks for a bug report; the traceback is printed only when ``FABRICFIT_DEBUG=1``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from fabricfit import __version__
-from fabricfit.cli.common import EXIT_USAGE, Parser, UsageError, one_line
+from fabricfit.cli.common import EXIT_INTERNAL, EXIT_USAGE, Parser, UsageError, one_line
 
 SUBCOMMANDS: dict[str, str] = {
     "run": "start the operator (kopf) against the current cluster",
@@ -16,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cost": "predict the time of one collective on a fabric preset",
     "crd": "print the TrainingTopology CRD generated from the models",
 }
+DEBUG_VARIABLE = "FABRICFIT_DEBUG"
 
 
 def build_parser() -> Parser:
@@ -32,6 +40,7 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    _tolerate_unencodable_output()
     parser = build_parser()
     if not args or args[0] not in SUBCOMMANDS:
         parsed = parser.parse_args(args)  # prints help/version or a one-line error
@@ -39,13 +48,53 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
     name = args[0]
-    module = importlib.import_module(f"fabricfit.cli.{name}")
-    sub = Parser(prog=f"fabricfit {name}", description=SUBCOMMANDS[name])
-    module.configure(sub)
-    parsed_sub: argparse.Namespace = sub.parse_args(args[1:])
     try:
-        code: int = module.execute(parsed_sub)
+        return _run(name, args[1:])
     except UsageError as err:
         print(one_line(f"fabricfit {name}: {err}"), file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError:
+        print(f"fabricfit {name}: out of memory; the input is too large", file=sys.stderr)
+        return EXIT_USAGE
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as err:  # the one place that turns a bug into exit 3
+        return _internal_error(name, err)
+
+
+def _run(name: str, argv: list[str]) -> int:
+    module = importlib.import_module(f"fabricfit.cli.{name}")
+    sub = Parser(prog=f"fabricfit {name}", description=SUBCOMMANDS[name])
+    module.configure(sub)
+    parsed: argparse.Namespace = sub.parse_args(argv)
+    code: int = module.execute(parsed)
     return code
+
+
+def _internal_error(name: str, err: Exception) -> int:
+    if os.environ.get(DEBUG_VARIABLE) == "1":
+        traceback.print_exception(err, file=sys.stderr)
+    where = traceback.extract_tb(err.__traceback__)[-1] if err.__traceback__ else None
+    at = f" at {_file_name(where.filename)}:{where.lineno}" if where else ""
+    print(
+        one_line(
+            f"fabricfit {name}: internal error ({type(err).__name__}{at}); please report it "
+            f"with the command and its input files ({DEBUG_VARIABLE}=1 prints the traceback)",
+            300,
+        ),
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
+
+
+def _file_name(filename: str) -> str:
+    return filename.rsplit("/", 1)[-1]
+
+
+def _tolerate_unencodable_output() -> None:
+    """Escape what stdout/stderr cannot encode (a C locale, a node name with a lone
+    surrogate) instead of dying halfway through a summary."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")

@@ -16,22 +16,18 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from fabricfit.api.constants import LABEL_SCHEMES
-from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError
-from fabricfit.fabric.documents import DocumentError, load_objects
+from fabricfit.cli.inputs import read_objects, shown
+from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, ProfileError, get_profile
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.request import request_from_spec
 from fabricfit.placement.search import plan_placement
-from fabricfit.render.kinds import kind_named
+from fabricfit.render.policy import admit
 from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
 
@@ -59,64 +55,56 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read(path: str, what: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or str(err)
-        raise UsageError(f"cannot read {what} file {path}: {reason}") from None
-
-
-def _objects(path: str, what: str) -> list[dict[str, Any]]:
-    try:
-        return load_objects(_read(path, what))
-    except DocumentError as err:
-        raise UsageError(f"{what} file {path}: {err}") from None
-
-
 def parse_topology(
     objects: list[dict[str, Any]], path: str
-) -> tuple[TrainingTopologySpec, Mapping[str, Any] | None]:
-    """The single TrainingTopology (or bare spec) in ``objects``, and the pod template of the
+) -> tuple[object, dict[str, Any] | None]:
+    """The raw spec of the single TrainingTopology (or bare spec) in ``objects``, and the
     workload it names when that workload is in the same file."""
+    for number, obj in enumerate(objects, start=1):
+        for field in ("metadata", "spec"):
+            if field in obj and not isinstance(obj[field], dict):
+                raise UsageError(
+                    f"topology file {shown(path)}: object {number}: {field} is "
+                    f"{kind_of(obj[field])}, not a mapping"
+                )
     topologies = [o for o in objects if o.get("kind") == "TrainingTopology"]
     if not topologies and len(objects) == 1 and "kind" not in objects[0]:
         topologies = [{"spec": objects[0]}] if "spec" not in objects[0] else objects
     if len(topologies) != 1:
         raise UsageError(
-            f"topology file {path}: expected one TrainingTopology, found {len(topologies)}"
+            f"topology file {shown(path)}: expected one TrainingTopology, found {len(topologies)}"
         )
     raw = topologies[0].get("spec")
-    if not isinstance(raw, dict):
-        raise UsageError(f"topology file {path}: spec is missing or not a mapping")
-    try:
-        spec = TrainingTopologySpec.model_validate(raw)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
-        raise UsageError(f"topology file {path}: spec.{where}: {first.get('msg')}") from None
-    return spec, _workload_template(spec, objects)
+    if raw is None:
+        raise UsageError(f"topology file {shown(path)}: the TrainingTopology has no spec")
+    return raw, _workload(raw, objects)
 
 
-def _workload_template(
-    spec: TrainingTopologySpec, objects: list[dict[str, Any]]
-) -> Mapping[str, Any] | None:
-    ref = spec.workload_ref
-    if ref is None:
+def _workload(raw: object, objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The object the spec's workloadRef names, as the operator would read it (plain Pods:
+    the pods its podSelector matches, by name)."""
+    ref = raw.get("workloadRef") if isinstance(raw, dict) else None
+    if not isinstance(ref, dict) or not isinstance(ref.get("kind"), str):
         return None
+    if ref["kind"] == "Pod":
+        return _pod_group(ref.get("podSelector"), objects)
     for obj in objects:
-        meta = obj.get("metadata") or {}
-        if obj.get("kind") == ref.kind and meta.get("name") == ref.name:
-            return _pod_template_of(obj)
+        if obj.get("kind") == ref["kind"] and str_at(obj, "metadata", "name") == ref.get("name"):
+            return obj
     return None
 
 
-def _pod_template_of(obj: dict[str, Any]) -> Mapping[str, Any] | None:
-    """The pod template carrying the ranks, as the operator picks it; a Pod is its own."""
-    kind = kind_named(str(obj.get("kind")))
-    if kind is None:
+def _pod_group(selector: object, objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not isinstance(selector, dict) or not selector:
         return None
-    return obj if kind.selects_pods else kind.rank_template(obj)
+    pods = [
+        o
+        for o in objects
+        if o.get("kind") == "Pod"
+        and all(mapping_at(o, "metadata", "labels").get(k) == v for k, v in selector.items())
+    ]
+    pods.sort(key=lambda o: str_at(o, "metadata", "name") or "")
+    return {"apiVersion": "v1", "kind": "PodGroup", "items": pods} if pods else None
 
 
 def choose_fabric(snapshot: ClusterSnapshot, *requested: str | None) -> str:
@@ -131,9 +119,13 @@ def choose_fabric(snapshot: ClusterSnapshot, *requested: str | None) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
-    nodes = _objects(args.nodes, "nodes")
-    pods = _objects(args.pods, "pods") if args.pods else []
-    spec, template = parse_topology(_objects(args.topology, "topology"), args.topology)
+    nodes = read_objects(args.nodes, "nodes", kind="Node")
+    pods = read_objects(args.pods, "pods", kind="Pod") if args.pods else []
+    raw_spec, workload = parse_topology(read_objects(args.topology, "topology"), args.topology)
+    admission = admit(raw_spec, workload, require_workload=False)
+    if admission.spec is None or admission.request is None:
+        raise UsageError(f"topology file {shown(args.topology)}: {admission.message}")
+    spec, request = admission.spec, admission.request
     snapshot = build_snapshot(nodes, pods, scheme=args.label_scheme or spec.label_scheme)
     fabric = choose_fabric(snapshot, args.fabric, spec.fabric)
     try:
@@ -141,20 +133,21 @@ def execute(args: argparse.Namespace) -> int:
     except ProfileError as err:
         raise UsageError(str(err)) from None
     try:
-        request = request_from_spec(spec, template)
-    except ValueError as err:
-        raise UsageError(f"topology file {args.topology}: {err}") from None
-    try:
         decision = plan_placement(snapshot, request, profile)
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {fabric}: {err}") from None
     if args.svg:
-        try:
-            Path(args.svg).write_text(build_svg(decision, snapshot), encoding="utf-8")
-        except OSError as err:
-            raise UsageError(f"cannot write SVG file {args.svg}: {err.strerror or err}") from None
+        _write_svg(args.svg, build_svg(decision, snapshot))
     if args.json:
         print(json.dumps(decision.to_json_dict(), indent=1, sort_keys=False))
     else:
         sys.stdout.write(render_summary(decision, snapshot))
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
+
+
+def _write_svg(path: str, svg: str) -> None:
+    try:
+        Path(path).write_text(svg, encoding="utf-8", errors="backslashreplace")
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or "invalid path"
+        raise UsageError(f"cannot write SVG file {shown(path)}: {reason}") from None

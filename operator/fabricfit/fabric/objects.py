@@ -40,3 +40,45 @@ def list_at(obj: object, *path: str) -> Sequence[object]:
     """The list at ``path``, or an empty tuple (strings are not lists here)."""
     value = value_at(obj, *path)
     return value if isinstance(value, list | tuple) else ()
+
+
+#: Longest echo of user input in a message: enough to recognise a value, never a flood.
+MAX_ECHO_CHARS = 40
+
+
+def kind_of(value: object) -> str:
+    """What ``value`` is, in the words of a YAML/JSON document (never a Python type name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "a value of an unknown kind"
+
+
+def shorten(value: object, limit: int = MAX_ECHO_CHARS) -> str:
+    """``value`` for a message: a scalar quoted and cut to ``limit`` characters, a container
+    named by its kind (its text could be gigabytes: YAML aliases share one object many times)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, str | float):
+        text = repr(value)
+    elif isinstance(value, int):
+        text = _digits(value, limit)
+    else:
+        return kind_of(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _digits(value: int, limit: int) -> str:
+    """Decimal text of ``value`` without building thousands of digits (quadratic in CPython)."""
+    if value.bit_length() <= 3 * limit:  # at most ~0.9·limit digits: cheap
+        return str(value)
+    return f"a number of about {int(value.bit_length() * 0.30103)} digits"

@@ -15,6 +15,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from fabricfit.fabric.objects import shorten
+
 # Far above any real node (time-sliced GPUs advertise replicas × GPUs), low enough to catch
 # "8k" or "8Gi" typos.
 MAX_GPUS_PER_NODE = 4096
@@ -54,7 +56,7 @@ def parse_gpu_count(value: object) -> tuple[int, str | None]:
     if value is None:
         return 0, None
     if isinstance(value, bool):
-        return 0, f"quantity {value!r} is not a number"
+        return 0, f"quantity {_shorten(value)} is not a number"
     if isinstance(value, int):
         exact: Decimal | None = Decimal(value)
     elif isinstance(value, float):
@@ -75,5 +77,48 @@ def parse_gpu_count(value: object) -> tuple[int, str | None]:
 
 
 def _shorten(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shorten(value)
+
+
+#: Byte units with a ``B`` (case-insensitive, as people type them): decimal and binary.
+BYTE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+    "PIB": 2**50,
+}
+_BYTES = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(?P<unit>[KMGTP]i?B|B)$", re.I)
+MAX_SIZE_TEXT = 64
+
+
+def parse_size_bytes(text: str, most: int) -> tuple[int | None, str]:
+    """(bytes, problem) for a size: a number with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (any
+    case), or a Kubernetes quantity (``1Gi``, ``512Mi``, ``1G``, ``1e9``). Fractions round to
+    the nearest byte; the result must lie in ``[1, most]``. Exact (no float): a size with
+    hundreds of digits is refused, not overflowed."""
+    stripped = text.strip()
+    if len(stripped) > MAX_SIZE_TEXT:
+        return None, f"is longer than {MAX_SIZE_TEXT} characters"
+    match = _BYTES.match(stripped)
+    if match is not None:
+        exact: Decimal | None = (
+            Decimal(match.group("number")) * BYTE_UNITS[match.group("unit").upper()]
+        )
+    else:
+        exact = parse_quantity(stripped)
+    if exact is None:
+        return None, (
+            "is not a size: use a number with B, KB, MB, GB, KiB, MiB, GiB, or a Kubernetes "
+            "quantity such as 1Gi, 512Mi, 1G or 1e9"
+        )
+    size = exact.to_integral_value()
+    if not 1 <= size <= most:
+        return None, f"must be between 1 byte and {most:,} bytes"
+    return int(size), ""

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fabricfit.api.models import ModelShape, Parallelism, TrainingTopologySpec
+from fabricfit.fabric.objects import kind_of, shorten
 
 AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -91,7 +92,9 @@ def request_from_spec(
         tensor_required=spec.placement.tensor == "Required",
         data_required=spec.placement.data == "Required",
         fabric=spec.fabric,
-        node_selector=MappingProxyType(dict(_mapping(pod_spec.get("nodeSelector")))),
+        node_selector=MappingProxyType(
+            dict(_mapping(pod_spec.get("nodeSelector"), "nodeSelector"))
+        ),
         affinity=parse_required_affinity(pod_spec.get("affinity")),
         tolerations=parse_tolerations(pod_spec.get("tolerations")),
     )
@@ -101,24 +104,42 @@ def _pod_spec(pod_template: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not pod_template:
         return {}
     inner = pod_template.get("spec")
-    if isinstance(inner, Mapping) and "containers" not in pod_template:
-        return inner
-    return pod_template
+    if "containers" in pod_template:
+        return pod_template
+    if inner is None:
+        return pod_template
+    if not isinstance(inner, Mapping):
+        raise ValueError(f"spec is {kind_of(inner)}, not a mapping")
+    return inner
 
 
-def _mapping(value: object) -> Mapping[str, str]:
+def _mapping(value: object, what: str) -> Mapping[str, str]:
+    """A string → string map (nodeSelector): Kubernetes takes nothing else."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ValueError(f"expected a mapping, got {type(value).__name__}")
-    return {str(k): str(v) for k, v in value.items()}
+        raise ValueError(f"{what} is {kind_of(value)}, not a mapping")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        out[_string(key, f"a {what} key")] = _string(item, f"{what}[{shorten(key)}]")
+    return out
+
+
+def _string(value: object, what: str, default: str | None = None) -> str:
+    """``value`` when it is a string (``default`` when absent); otherwise a ValueError that
+    names ``what`` and the kind of value found — never its text (it may be huge)."""
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {shorten(value)}")
+    return value
 
 
 def _sequence(value: object, what: str) -> Sequence[Any]:
     if value is None:
         return ()
     if not isinstance(value, list | tuple):
-        raise ValueError(f"{what} must be a list")
+        raise ValueError(f"{what} is {kind_of(value)}, not a list")
     return value
 
 
@@ -138,7 +159,7 @@ def parse_required_affinity(affinity: object) -> tuple[SelectorTerm, ...]:
 
 def _parse_term(term: object) -> SelectorTerm:
     if not isinstance(term, Mapping):
-        raise ValueError("a nodeSelectorTerm must be a mapping")
+        raise ValueError(f"a nodeSelectorTerm is {kind_of(term)}, not a mapping")
     return SelectorTerm(
         expressions=tuple(
             _parse_expression(e)
@@ -153,14 +174,17 @@ def _parse_term(term: object) -> SelectorTerm:
 def _parse_expression(expression: object) -> MatchExpression:
     if not isinstance(expression, Mapping) or "key" not in expression:
         raise ValueError("a node-selector requirement needs a key and an operator")
-    operator = str(expression.get("operator", ""))
+    operator = _string(expression.get("operator"), "a node-selector operator", "")
     if operator not in AFFINITY_OPERATORS:
         raise ValueError(
-            f"unknown node-affinity operator {operator!r} (expected one of "
+            f"unknown node-affinity operator {shorten(operator)} (expected one of "
             f"{', '.join(AFFINITY_OPERATORS)})"
         )
-    values = tuple(str(v) for v in _sequence(expression.get("values"), "values"))
-    return MatchExpression(key=str(expression["key"]), operator=operator, values=values)
+    values = tuple(
+        _string(v, "a node-selector value") for v in _sequence(expression.get("values"), "values")
+    )
+    key = _string(expression["key"], "a node-selector key")
+    return MatchExpression(key=key, operator=operator, values=values)
 
 
 def parse_tolerations(tolerations: object) -> tuple[Toleration, ...]:
@@ -168,16 +192,16 @@ def parse_tolerations(tolerations: object) -> tuple[Toleration, ...]:
     parsed: list[Toleration] = []
     for item in _sequence(tolerations, "tolerations"):
         if not isinstance(item, Mapping):
-            raise ValueError("a toleration must be a mapping")
-        operator = str(item.get("operator") or "Equal")
+            raise ValueError(f"a toleration is {kind_of(item)}, not a mapping")
+        operator = _string(item.get("operator"), "a toleration operator", "") or "Equal"
         if operator not in TOLERATION_OPERATORS:
-            raise ValueError(f"unknown toleration operator {operator!r}")
+            raise ValueError(f"unknown toleration operator {shorten(operator)}")
         parsed.append(
             Toleration(
-                key=str(item.get("key") or ""),
+                key=_string(item.get("key"), "a toleration key", ""),
                 operator=operator,
-                value=str(item.get("value") or ""),
-                effect=str(item.get("effect") or ""),
+                value=_string(item.get("value"), "a toleration value", ""),
+                effect=_string(item.get("effect"), "a toleration effect", ""),
             )
         )
     return tuple(parsed)

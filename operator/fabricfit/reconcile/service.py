@@ -24,24 +24,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
 from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.api.rules import violations
 from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import ApiError, path_for
 from fabricfit.kube.workloads import UnsupportedWorkloadError, patch_pod, read_workload
-from fabricfit.placement import PlacementDecision, build_layout, validate_layout
+from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.reconcile import applying, evaluation, planning
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
-from fabricfit.render.kinds import expected_pods, kind_named, pod_index, rank_template
+from fabricfit.render import policy
+from fabricfit.render.kinds import kind_named, pod_index
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.pods import build_pin_patch, build_ungate_patch, is_gated, planned_node_of
 
@@ -81,28 +81,13 @@ async def reconcile(
 
 
 def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologySpec:
-    try:
-        spec = TrainingTopologySpec.model_validate(body.get("spec") or {})
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
-        _invalid(draft, Reason.INVALID_SPEC, f"spec.{where}: {first.get('msg')}")
-    problems = list(violations(spec)) + list(
-        validate_layout(
-            spec.parallelism,
-            spec.gpus_per_pod,
-            experts=spec.model.experts if spec.model else 0,
-            tensor_required=spec.placement.tensor == "Required",
-        )
-    )
-    if spec.workload_ref is None:
-        problems.insert(0, "spec.workloadRef is required")
-    if problems:
-        _invalid(draft, Reason.INVALID_SPEC, "; ".join(dict.fromkeys(problems)))
+    spec, problems = policy.parse_spec(body.get("spec"))
+    if spec is None or problems:
+        _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
     return spec
 
 
-def _invalid(draft: StatusDraft, reason: Reason, message: str) -> None:
+def _invalid(draft: StatusDraft, reason: Reason, message: str) -> NoReturn:
     draft.condition(reason, message)
     draft.set(reasons=[message[:1024]])
     raise _StopError
@@ -117,15 +102,9 @@ async def _workload(
         workload = await read_workload(state.rest, ref, namespace)
     except UnsupportedWorkloadError as err:
         _invalid(draft, Reason.UNSUPPORTED_WORKLOAD, str(err))
-    if workload is not None:
-        expected = expected_pods(ref.kind, workload)
-        if expected is not None and expected != spec.pods:
-            _invalid(
-                draft,
-                Reason.INVALID_SPEC,
-                f"{ref.kind} {ref.name} runs {expected} pods but the spec needs {spec.pods} "
-                f"(world size {spec.world_size} / gpusPerPod {spec.gpus_per_pod})",
-            )
+    problems = policy.workload_problems(spec, workload)
+    if problems:
+        _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
     return workload
 
 
@@ -154,7 +133,7 @@ async def _reconcile(
     ref = spec.workload_ref
     assert ref is not None
     workload = await _workload(state, spec, key[0], draft)
-    template = rank_template(ref.kind, workload)
+    template = policy.rank_template(ref.kind, workload)
     views = views_of()
     pods = workload_pods(key, ref.kind, workload, views)
     plan, snapshot = await _ensure_plan(status, key, spec, template, pods, state, views_of, draft)
