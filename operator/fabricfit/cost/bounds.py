@@ -1,72 +1,177 @@
-"""The best step communication time any placement could reach on a fabric (a lower bound).
+"""The lower bound on a job's step communication: no placement on this fabric can beat it.
 
 Theory of operation
 -------------------
-Each dimension is priced as if its groups sat on the fastest tier they fit, independently of the
-other dimensions (so the bound is valid, if loose, for every joint placement):
+Each dimension is bounded on its own (the step time is their sum, so the sum of the bounds is a
+bound). A dimension costs as much as its slowest group, so one group's best case bounds it. That
+best case is the fastest :class:`GroupShape` the group *could* have, priced by the cost model
+itself, call by call — a minimum over shapes, so the bound holds whatever algorithm the model
+picks for whichever shape:
 
-* a group of g ≤ (GPUs per NVLink domain) ranks sits in one domain, on as few nodes as it needs;
-* a larger group is packed into ceil(g / D) full domains, rail-aligned inside one rail group, each
-  domain driving every NIC its ranks own (the most scale-out bandwidth a ring can get), no
-  contention (load 1) and no spine crossing;
-* pipeline p2p stays on NVLink when the whole job fits one domain, else takes one leaf hop on
-  the same rail.
+* ranks that share a pod share a node, so at most ``p`` = (members per pod) × (pods per node)
+  members sit on one node and at most ``c`` = ``p`` × (nodes per NVLink domain) in one domain —
+  the structural fact that makes the bound tight (TP filling a node leaves a 4-rank DP group
+  no way into one domain; without it, the best placement would look 70 % efficient);
+* every (most, fewest) members per domain ``1 ≤ l ≤ m ≤ c`` that ``n`` members allow is tried,
+  each at the fewest and at the most domains that split allows (every term of the model is
+  monotone in the number of domains for a fixed split, in either direction);
+* the emptiest domain drives as many NICs as it has members (one rail per GPU, at most the
+  NICs of its nodes); the group is rail-aligned in one rail group under one spine, at load 1;
+* nodes: the fewest the pods allow, and — for algorithms that need one rank per node (PAT) —
+  the most;
+* pipeline: the chain's worst pair is at best on one node when the whole chain fits one node,
+  else inside one domain when it fits one domain, else one leaf hop on the same rail.
 
-The same step volumes as :func:`fabricfit.cost.step.estimate_step` are used, so
-``predicted / bound ≥ 1`` is the placement's efficiency gap. The spine bytes of the bound are 0.
+TPU tori keep the model's own placement-free bound (a group in as few slices as possible).
+The spine bytes of the bound are 0. The property test ``test_bound_property`` checks,
+over random clusters, jobs, rank orders and arbitrary placements, that nothing predicts less.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.cost.collectives import estimate_shape
 from fabricfit.cost.shape import GroupShape
 from fabricfit.cost.volumes import DIMENSIONS, Call, StepCommEstimate, step_calls
 from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.topology import NodeInfo
+
+__all__ = ["Hardware", "hardware_of", "step_lower_bound"]
 
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def best_shape(ranks: int, profile: FabricProfile, gpus_per_pod: int) -> GroupShape:
-    """Fastest placement shape for a group of ``ranks`` (see module docstring)."""
-    per_node = max(
-        1, min(profile.gpus_per_node, gpus_per_pod if gpus_per_pod > 0 else profile.gpus_per_node)
-    )
-    domain = max(profile.gpus_per_nvlink_domain, 1)
-    domains = _ceil_div(ranks, domain)
-    m = _ceil_div(ranks, domains)
-    nodes_per_domain = _ceil_div(m, per_node)
-    least = ranks - (domains - 1) * m
-    nics = max(1, _ceil_div(least * profile.nics_per_node, profile.gpus_per_node))
-    return GroupShape(
-        ranks=ranks,
-        nodes=domains * nodes_per_domain,
-        domains=domains,
-        max_per_domain=m,
-        min_per_domain=least,
-        min_nics_per_domain=nics,
-        max_per_node=min(m, per_node),
-        rail_groups=1,
-        ungrouped=False,
-        spines=1,
-        rail_aligned=True,
-    )
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """The largest node, NVLink domain and NIC count a placement could use (optimistic)."""
+
+    node_gpus: int
+    domain_gpus: int
+    domain_nodes: int
+    nics_per_node: int
+
+    @property
+    def nodes_per_domain(self) -> int:
+        return max(1, self.domain_nodes, self.domain_gpus // max(1, self.node_gpus))
 
 
-def _pair_shape(world: int, profile: FabricProfile) -> GroupShape:
-    if world <= profile.gpus_per_nvlink_domain:
-        return GroupShape(2, 1, 1, 2, 2, 1, 2, 1, False, 1, True)
-    return GroupShape(2, 2, 2, 1, 1, 1, 1, 1, False, 1, True)
+def hardware_of(nodes: Iterable[NodeInfo], profile: FabricProfile) -> Hardware:
+    """The profile's sizes, raised to what the cluster's labels show (e.g. NVL72 racks priced
+    with an HGX profile), so that no real placement is larger than the bound assumes."""
+    node_gpus, nics = profile.gpus_per_node, profile.nics_per_node
+    gpus: Counter[str] = Counter()
+    members: Counter[str] = Counter()
+    for node in nodes:
+        if node.available and node.gpus > 0:
+            node_gpus, nics = max(node_gpus, node.gpus), max(nics, node.rails)
+            domain = node.place.nvlink_domain or node.name
+            gpus[domain] += node.gpus
+            members[domain] += 1
+    domain_gpus = max([profile.gpus_per_nvlink_domain, node_gpus, *gpus.values()])
+    per_domain = max([profile.gpus_per_nvlink_domain // max(1, profile.gpus_per_node), 1])
+    return Hardware(node_gpus, domain_gpus, max([per_domain, *members.values()]), nics)
 
 
-def _price(calls: Sequence[Call], shape: GroupShape, profile: FabricProfile) -> float:
+def profile_hardware(profile: FabricProfile) -> Hardware:
+    return hardware_of((), profile)
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """What limits where one group's ranks can go."""
+
+    ranks: int
+    per_node: int  # most members on one node
+    pods: int  # pods the group spans (most nodes it can use)
+
+
+def _group_of(members: Sequence[int], gpus_per_pod: int, hardware: Hardware) -> _Group:
+    per_pod = Counter(r // gpus_per_pod for r in members)
+    pods_per_node = max(1, hardware.node_gpus // gpus_per_pod)
+    per_node = max(1, min(hardware.node_gpus, max(per_pod.values()) * pods_per_node))
+    return _Group(len(members), min(per_node, len(members)), len(per_pod))
+
+
+def _shapes(group: _Group, hardware: Hardware) -> Iterator[GroupShape]:
+    """The shape family of the module docstring: for each possible fullest domain ``m``, the
+    fewest and the most domains it allows, with the fullest emptiest domain that leaves."""
+    n = group.ranks
+    cap = max(1, min(hardware.domain_gpus, n, group.per_node * hardware.nodes_per_domain))
+    for most in range(1, cap + 1):
+        if most == n:
+            yield from _with_nodes(group, hardware, 1, n, n)
+            continue
+        for domains in {max(2, _ceil_div(n, most)), n - most + 1}:
+            least = min(most, (n - most) // (domains - 1))
+            yield from _with_nodes(group, hardware, domains, most, least)
+
+
+def _with_nodes(
+    group: _Group, hardware: Hardware, domains: int, most: int, least: int
+) -> Iterator[GroupShape]:
+    n = group.ranks
+    fewest = max(domains, _ceil_div(n, group.per_node))
+    most_nodes = min(group.pods, domains * hardware.nodes_per_domain, n)
+    nics = max(1, min(least, hardware.nics_per_node * hardware.nodes_per_domain))
+    for nodes in {fewest, max(fewest, most_nodes)}:
+        yield GroupShape(
+            ranks=n,
+            nodes=nodes,
+            domains=domains,
+            max_per_domain=most,
+            min_per_domain=least,
+            min_nics_per_domain=nics,
+            max_per_node=max(1, min(most, _ceil_div(n, nodes), group.per_node)),
+            rail_groups=1,
+            ungrouped=False,
+            spines=1,
+            rail_aligned=True,
+        )
+
+
+# Pipeline pairs: same node, same domain on two nodes, one leaf hop on the same rail.
+_PAIR_SAME_NODE = GroupShape(2, 1, 1, 2, 2, 1, 2, 1, False, 1, True)
+_PAIR_SAME_DOMAIN = GroupShape(2, 2, 1, 2, 2, 1, 1, 1, False, 1, True)
+_PAIR_LEAF = GroupShape(2, 2, 2, 1, 1, 1, 1, 1, False, 1, True)
+
+
+def _pair_shapes(chain: _Group, hardware: Hardware) -> tuple[GroupShape, ...]:
+    """Shapes the chain's slowest pair can have at best (see the module docstring)."""
+    if chain.per_node >= chain.ranks:
+        return (_PAIR_SAME_NODE, _PAIR_SAME_DOMAIN, _PAIR_LEAF)
+    if min(hardware.domain_gpus, chain.per_node * hardware.nodes_per_domain) >= chain.ranks:
+        return (_PAIR_SAME_DOMAIN, _PAIR_LEAF)
+    return (_PAIR_LEAF,)
+
+
+def _best_seconds(
+    calls: Sequence[Call], shapes: Iterable[GroupShape], profile: FabricProfile
+) -> float:
+    """Σ over calls of the fastest shape for that call (≤ the fastest shape for all calls)."""
+    options = list(dict.fromkeys(shapes))
     return sum(
-        call.count * estimate_shape(call.collective, call.size_bytes, shape, profile).seconds
+        call.count
+        * min(estimate_shape(call.collective, call.size_bytes, s, profile).seconds for s in options)
         for call in calls
+    )
+
+
+def _torus_shape(ranks: int, profile: FabricProfile, gpus_per_pod: int) -> GroupShape:
+    """A torus group in as few slices as possible (TPU presets: the model's own bound)."""
+    per_node = max(1, min(profile.gpus_per_node, gpus_per_pod))
+    domains = _ceil_div(ranks, max(profile.gpus_per_nvlink_domain, 1))
+    most = _ceil_div(ranks, domains)
+    least = ranks - (domains - 1) * most
+    nics = max(1, _ceil_div(least * profile.nics_per_node, profile.gpus_per_node))
+    nodes = domains * _ceil_div(most, per_node)
+    return GroupShape(
+        ranks, nodes, domains, most, least, nics, min(most, per_node), 1, False, 1, True
     )
 
 
@@ -76,20 +181,28 @@ def step_lower_bound(
     profile: FabricProfile,
     gpus_per_pod: int,
     groups: Mapping[str, Sequence[Sequence[int]]],
+    hardware: Hardware | None = None,
 ) -> StepCommEstimate:
-    """Best step communication any placement of this job could reach on ``profile``."""
+    """Best step communication any placement of this job could reach: ``groups`` are the rank
+    groups of each dimension (pod k holds ranks ``k·gpus_per_pod …``); ``hardware`` the
+    largest node/domain of the cluster (default: the profile's)."""
+    hardware = hardware or profile_hardware(profile)
     calls = step_calls(parallelism, model)
     by_dimension: dict[str, float] = {}
     for dim in DIMENSIONS:
-        sizes = [len(g) for g in groups.get(dim, ()) if len(g) > 1]
-        if not calls[dim] or not sizes:
+        first = next((g for g in groups.get(dim, ()) if len(g) > 1), None)
+        if not calls[dim] or first is None:
             by_dimension[dim] = 0.0
+            continue
+        group = _group_of(first, max(1, gpus_per_pod), hardware)
+        if profile.torus is not None:
+            shapes: Iterable[GroupShape] = [_torus_shape(len(first), profile, gpus_per_pod)]
+            if dim == "pipeline":
+                fits = parallelism.world_size <= profile.gpus_per_nvlink_domain
+                shapes = [_PAIR_SAME_NODE if fits else _PAIR_LEAF]
         elif dim == "pipeline":
-            by_dimension[dim] = _price(
-                calls[dim], _pair_shape(parallelism.world_size, profile), profile
-            )
+            shapes = _pair_shapes(group, hardware)
         else:
-            by_dimension[dim] = _price(
-                calls[dim], best_shape(max(sizes), profile, gpus_per_pod), profile
-            )
+            shapes = _shapes(group, hardware)
+        by_dimension[dim] = _best_seconds(calls[dim], shapes, profile)
     return StepCommEstimate(by_dimension, sum(by_dimension.values()), 0.0)

@@ -234,9 +234,11 @@ def _objects(items: list[object], where: str) -> list[dict[str, Any]]:
 
 
 def require_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    """``objects``, all of ``kind`` (an object without ``kind`` is taken to be one)."""
+    """``objects``, all of ``kind`` (``kubectl get`` writes it on every object)."""
     for index, obj in enumerate(objects):
-        found = obj.get("kind", kind)
+        found = obj.get("kind")
+        if found is None:
+            raise DocumentError(f"object {index + 1} has no kind, expected {kind}")
         if found != kind:
             what = shorten(found) if isinstance(found, str) else kind_of(found)
             raise DocumentError(f"object {index + 1} has kind {what}, expected {kind}")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fabricfit.cost.bounds import hardware_of, step_lower_bound
 from fabricfit.cost.step import StepCommEstimate, estimate_step
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
-from fabricfit.placement.bounds import hardware_of, placement_lower_bound
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, RankLayout
 from fabricfit.placement.request import PlacementRequest
@@ -73,5 +73,14 @@ class StepModel:
         return to_step_times(estimate)
 
     def lower_bound(self) -> StepTimes:
-        hardware = hardware_of(self._snapshot.nodes, self._profile)
-        return placement_lower_bound(self._layout, self._request, self._profile, hardware)
+        """The bound no placement of this job on this cluster can beat (cost.bounds)."""
+        request = self._request
+        bound = step_lower_bound(
+            request.parallelism,
+            request.model,
+            self._profile,
+            request.gpus_per_pod,
+            self._groups,
+            hardware_of(self._snapshot.nodes, self._profile),
+        )
+        return to_step_times(bound)

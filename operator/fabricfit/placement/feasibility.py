@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.candidates import unit_capacity
 from fabricfit.placement.decision import LargestFit
@@ -25,10 +26,11 @@ MAX_LISTED_REJECTIONS = 4
 
 
 def max_domain_gpus(nodes: Iterable[NodeInfo]) -> int | None:
-    """GPUs in the largest NVLink domain among available nodes (None: no available node)."""
+    """GPUs in the largest NVLink domain among available nodes (None: no available node has
+    a GPU — then the shortfall of GPUs is the reason to give, not the size of a domain)."""
     per_domain: Counter[str] = Counter()
     for node in nodes:
-        if node.available:
+        if node.available and node.gpus > 0:
             per_domain[node.place.nvlink_domain or node.name] += node.gpus
     return max(per_domain.values()) if per_domain else None
 
@@ -67,6 +69,8 @@ def capacity_reasons(
     reasons = [
         f"the job needs {what}; the {snapshot_size(snapshot)} nodes hold only {have_pods} now"
     ]
+    if not any(node.gpus > 0 for node in snapshot.nodes):
+        reasons.append(f"no node has GPUs: none lists {GPU_RESOURCE} in status.allocatable")
     if rejected:
         listed = ", ".join(
             f"{count} {phrase}" for phrase, count in rejected.most_common(MAX_LISTED_REJECTIONS)

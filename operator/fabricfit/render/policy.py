@@ -32,7 +32,7 @@ from fabricfit.api.rules import violations
 from fabricfit.fabric.objects import shorten
 from fabricfit.placement.layout import validate_layout
 from fabricfit.placement.request import PlacementRequest, request_from_spec
-from fabricfit.render.kinds import expected_pods, rank_template
+from fabricfit.render.kinds import expected_pods, pod_templates, rank_template
 
 __all__ = [
     "Admission",
@@ -87,15 +87,16 @@ def parse_spec(
         spec = TrainingTopologySpec.model_validate(raw if raw is not None else {})
     except ValidationError as err:
         return None, (describe_validation_error(err),)
-    problems = [
-        *violations(spec, require_workload=require_workload),
-        *validate_layout(
+    # The API server's verdict first; the layout's own checks only once it accepts the spec
+    # (several restate a CEL rule in other words).
+    problems = violations(spec, require_workload=require_workload) or list(
+        validate_layout(
             spec.parallelism,
             spec.gpus_per_pod,
             experts=spec.model.experts if spec.model else 0,
             tensor_required=spec.placement.tensor == "Required",
-        ),
-    ]
+        )
+    )
     return spec, tuple(dict.fromkeys(problems))
 
 
@@ -106,6 +107,8 @@ def workload_problems(
     ref = spec.workload_ref
     if workload is None or ref is None or ref.kind == "Pod":
         return ()
+    if not pod_templates(ref.kind, workload):
+        return (f"{ref.kind} {ref.name} has no pod template (or one that is not a mapping)",)
     expected = expected_pods(ref.kind, workload)
     if expected is not None and expected != spec.pods:
         return (

@@ -150,8 +150,9 @@ def test_undecodable_bytes_are_one_line() -> None:
 
 
 def test_require_kind_names_the_object_and_both_kinds() -> None:
-    nodes = [NODE_A, {"metadata": {"name": "kindless"}}]
-    assert documents.require_kind(nodes, "Node") == nodes
+    assert documents.require_kind([NODE_A, NODE_B], "Node") == [NODE_A, NODE_B]
+    with pytest.raises(DocumentError, match="object 2 has no kind, expected Node"):
+        documents.require_kind([NODE_A, {"metadata": {"name": "kindless"}}], "Node")
     with pytest.raises(DocumentError, match="object 2 has kind 'TrainingTopology', expected Node"):
         documents.require_kind([NODE_A, {"kind": "TrainingTopology"}], "Node")
     with pytest.raises(DocumentError, match="object 1 has kind a list, expected Pod"):
