@@ -41,7 +41,7 @@ def read_bytes(path: str, what: str) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise UsageError(f"cannot read {name}: not a regular file (use - to read a pipe)")
         if info.st_size > MAX_INPUT_BYTES:
-            raise UsageError(f"cannot read {name}: larger than {MAX_INPUT_BYTES // 2**20} MiB")
+            raise UsageError(f"cannot read {name}: larger than {_limit()}")
         with Path(path).open("rb") as stream:
             return _bounded(stream, name)
     except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
@@ -52,8 +52,13 @@ def read_bytes(path: str, what: str) -> bytes:
 def _bounded(stream: BinaryIO, name: str) -> bytes:
     data = stream.read(MAX_INPUT_BYTES + 1)
     if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"cannot read {name}: larger than {MAX_INPUT_BYTES // 2**20} MiB")
+        raise UsageError(f"cannot read {name}: larger than {_limit()}")
     return data
+
+
+def _limit() -> str:
+    mib = MAX_INPUT_BYTES / 2**20
+    return f"{mib:g} MiB" if mib >= 1 else f"{MAX_INPUT_BYTES:,} bytes"
 
 
 def read_objects(path: str, what: str, kind: str | None = None) -> list[dict[str, Any]]:

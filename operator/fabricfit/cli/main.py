@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print(f"fabricfit {name}: out of memory; the input is too large", file=sys.stderr)
         return EXIT_USAGE
+    except RecursionError:
+        print(f"fabricfit {name}: the input is nested too deeply", file=sys.stderr)
+        return EXIT_USAGE
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as err:  # the one place that turns a bug into exit 3

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from fabricfit.cli.common import UsageError
 from fabricfit.cli.cost import parse_size
 from fabricfit.cli.main import main
 
@@ -149,10 +150,36 @@ def test_bad_input_is_one_line_and_exit_2(
         ("10B", 10),
         ("1.5GiB", 3 << 29),
         ("8gib", 8 << 30),
+        ("1Gi", 1 << 30),
+        ("512Mi", 512 << 20),
+        ("64Ki", 65536),
+        ("1G", 10**9),
+        ("1e9", 10**9),
+        ("4k", 4000),
+        ("1.5Ki", 1536),
+        ("2TiB", 2 << 40),
     ],
 )
 def test_size_units(text: str, size: int) -> None:
     assert parse_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("9" * 400, "is longer than 64 characters"),
+        ("9" * 30, "must be between 1 byte and 1,125,899,906,842,624 bytes"),
+        ("1e99", "must be between 1 byte"),
+        ("0", "must be between 1 byte"),
+        ("500m", "must be between 1 byte"),  # a milli-byte rounds to nothing
+        ("1 GB/s", "is not a size"),
+        ("½GiB", "is not a size"),
+    ],
+)
+def test_bad_sizes_are_one_bounded_line(text: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_size(text)
+    assert fragment in str(caught.value) and len(str(caught.value)) < 200
 
 
 def test_cost_does_not_import_kopf_or_kubernetes() -> None:

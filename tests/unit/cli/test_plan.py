@@ -245,3 +245,165 @@ def test_bad_yaml_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path
     bad.write_text("items: [\n  - {", encoding="utf-8")
     code, _, err = _run(capsys, "--nodes", str(bad), "--topology", str(PLAN / "bare-spec.yaml"))
     assert code == 2 and err.count("\n") == 1 and "nodes file" in err
+
+
+# --- bad input of every class: exit 2, one line (issue: bad input never crashes) ------------
+
+TT = "gpusPerPod: 8\nparallelism: {tensor: 8, data: 2}\n"
+EMPTY_NODES = '{"kind": "List", "items": []}'
+
+
+def _files(tmp_path: Path, nodes: str | bytes = EMPTY_NODES, tt: str | bytes = TT) -> list[str]:
+    for name, body in (("nodes", nodes), ("tt", tt)):
+        path = tmp_path / name
+        path.write_bytes(body if isinstance(body, bytes) else body.encode())
+    return ["--nodes", str(tmp_path / "nodes"), "--topology", str(tmp_path / "tt")]
+
+
+def _one_line_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], fragment: str) -> None:
+    code, out, err = _run(capsys, *args)
+    assert (code, out) == (2, ""), (code, err)
+    assert err.count("\n") == 1 and "Traceback" not in err and len(err) < 400, err
+    assert fragment in err, err
+
+
+@pytest.mark.parametrize(
+    ("nodes", "fragment"),
+    [
+        (
+            "kind: TrainingTopology\nspec: {}\n",
+            "object 1 has kind 'TrainingTopology', expected Node",
+        ),
+        ('{"kind": "List", "items": [{"kind": "Pod"}]}', "object 1 has kind 'Pod', expected Node"),
+        ("a: !!int x\n", "'x' is not a valid !!int"),
+        ("a: !!timestamp x\n", "'x' is not a valid !!timestamp"),
+        ('{"items": [' + "1" * 5000 + "]}", "a number has more than 100 digits"),
+        (b"kind: \xff\xfe\xfd\n", "not UTF-8 text"),
+        ("l0: &a [x, x]\nl1: &b [*a, *a]\nl2: [*b, *b]\n", "object 1 has no kind"),
+    ],
+)
+def test_every_bad_nodes_file_is_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nodes: str | bytes, fragment: str
+) -> None:
+    _one_line_exit_2(capsys, _files(tmp_path, nodes=nodes), fragment)
+
+
+def test_a_wrong_pods_file_is_not_ignored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = [*_files(tmp_path), "--pods", str(NODES / "eks-p5-12.yaml")]
+    _one_line_exit_2(capsys, args, "pods file")
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null", "/"])
+def test_devices_and_directories_are_refused_before_reading(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, path: str
+) -> None:
+    args = _files(tmp_path)
+    args[1] = path
+    _one_line_exit_2(capsys, args, f"cannot read nodes file {path}")
+
+
+def test_a_fifo_is_refused_without_blocking(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = _files(tmp_path)
+    args[1] = str(fifo)
+    _one_line_exit_2(capsys, args, "not a regular file (use - to read a pipe)")
+
+
+def test_oversized_files_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("fabricfit.cli.inputs.MAX_INPUT_BYTES", 1000)
+    _one_line_exit_2(capsys, _files(tmp_path, nodes=" " * 1001), "larger than 1,000 bytes")
+
+
+def test_stdin_is_read_with_a_dash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    args = _files(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(EMPTY_NODES.encode())))
+    code, out, _ = _run(capsys, "--nodes", "-", "--topology", args[3])
+    assert code == 1 and "no node has GPUs" in out
+
+
+@pytest.mark.parametrize(
+    ("tt", "fragment"),
+    [
+        ("gpusPerPod: 8\nparallelism: {tensor: 3}\n", "must be a multiple of gpusPerPod"),
+        ("gpusPerPod: 8\nparallelism: {tensor: 8, data: 4096, pipeline: 8}\n", "at most 4096"),
+        ("gpusPerPod: 8\nplacement: 5\n", "spec.placement: must be a mapping, got 5"),
+        ("kind: TrainingTopology\nspec: 7\n", "object 1: spec is a number, not a mapping"),
+        ("kind: TrainingTopology\nmetadata: [1]\nspec: {}\n", "metadata is a list, not a mapping"),
+    ],
+)
+def test_rules_and_bounds_of_the_crd_apply_before_planning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tt: str, fragment: str
+) -> None:
+    _one_line_exit_2(capsys, _files(tmp_path, tt=tt), fragment)
+
+
+WORKLOAD_TT = (
+    "kind: TrainingTopology\n"
+    "spec: {gpusPerPod: 8, parallelism: {tensor: 8}, workloadRef: {apiVersion: %s, kind: %s,"
+    " name: j}}\n---\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "workload", "fragment"),
+    [
+        ("Job", "kind: Job\nmetadata: 5\n", "object 2: metadata is a number, not a mapping"),
+        ("Job", "kind: Job\nmetadata: {name: j}\nspec: 5\n", "object 2: spec is a number"),
+        (
+            "Job",
+            "kind: Job\nmetadata: {name: j}\nspec: {template: {spec: 7}}\n",
+            "spec is a number",
+        ),
+        (
+            "JobSet",
+            "kind: JobSet\nmetadata: {name: j}\nspec: {replicatedJobs: 7}\n",
+            "no pod template",
+        ),
+    ],
+)
+def test_malformed_workloads_are_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, workload: str, fragment: str
+) -> None:
+    version = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}[kind]
+    tt = WORKLOAD_TT % (version, kind) + workload
+    _one_line_exit_2(capsys, _files(tmp_path, tt=tt), fragment)
+
+
+def test_nodes_without_gpus_get_a_gpu_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    node = {"kind": "Node", "metadata": {"name": "cpu-0"}, "status": {"allocatable": {"cpu": "8"}}}
+    code, out, _ = _run(capsys, *_files(tmp_path, nodes=json.dumps({"items": [node]})))
+    assert code == 1
+    assert "no node has GPUs" in out and "NVLink" not in out
+
+
+def test_unencodable_node_names_survive_the_summary_and_the_svg(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    items = [
+        {
+            "kind": "Node",
+            "metadata": {"name": f"n\\ud800{i}"},
+            "status": {**ready, "allocatable": {"nvidia.com/gpu": "8"}},
+        }
+        for i in range(2)
+    ]
+    nodes = json.dumps({"items": items}).replace("\\\\ud800", "\\ud800")
+    svg = tmp_path / "plan.svg"
+    code, out, err = _run(capsys, *_files(tmp_path, nodes=nodes), "--svg", str(svg))
+    assert code == 0, err
+    assert svg.stat().st_size > 0 and "PLACED" in out
