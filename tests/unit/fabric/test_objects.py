@@ -20,6 +20,7 @@ from fabricfit.fabric.objects import MAX_ECHO_CHARS, kind_of, shorten
         (10**5000, "a number of about 5000 digits"),
         (object(), "a value of an unknown kind"),
     ],
+    ids=lambda case: str(case)[:20] if isinstance(case, str) else "",
 )
 def test_shorten_names_containers_and_quotes_scalars(value: object, text: str) -> None:
     assert shorten(value) == text
