@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from helpers import kueue
 from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
 from helpers.operator import OperatorProcess
+from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("jobset")
 
@@ -81,3 +83,50 @@ def test_jobset_pods_made_by_the_real_controllers_land_where_planned(
     assert sorted(j.metadata.name for j in children) == [
         "train-driver-0", "train-workers-0", "train-workers-1"
     ]  # fmt: skip
+
+
+@pytest.mark.controllers("kueue", "jobset")
+def test_jobset_in_kueue_tas_mode_keeps_each_tp_pair_in_one_nvlink_domain(
+    operator: OperatorProcess, core: Any, custom: Any, namespace: str
+) -> None:
+    # Two rail groups of four nodes, NVLink domains of two; Kueue admits one PodSet per
+    # replicated job and its ungater steers pods by rank (job index * pods per job + completion).
+    nodes = make_pool(core, "jobtas", rail_groups_per_spine=2, nodes_per_rail_group=4,
+                      nodes_per_rack=2, nvlink_domain_nodes=2)  # fmt: skip
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
+    replicated = [("workers", 2, 2)]
+    with kueue.queues(custom, namespace, namespace, {POOL_LABEL: "jobtas"}, gpus=64) as queue:
+        custom.create_namespaced_custom_object(
+            *JOBSET[:2], namespace, JOBSET[2], jobset("train", "jobtas", replicated)
+        )
+        spec = topology("train", "", {"tensor": 16, "data": 2}, queueName=queue,
+                        placement={"mode": "kueue-tas"})  # fmt: skip
+        spec["spec"]["workloadRef"] = {"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                                       "kind": "JobSet", "name": "train"}  # fmt: skip
+        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+        wait_condition(custom, namespace, "train", "Planned", "True")
+        owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
+        workload = kueue.wait_admitted(custom, namespace, owner["metadata"]["uid"])
+
+        def bound() -> list[Any] | None:
+            pods = core.list_namespaced_pod(
+                namespace, label_selector="jobset.sigs.k8s.io/jobset-name=train"
+            ).items
+            live = [p for p in pods if p.metadata.deletion_timestamp is None]
+            return live if len(live) == 4 and all(p.spec.node_name for p in live) else None
+
+        live = wait_for(bound, timeout_seconds=90, what="the JobSet's pods bound")
+
+    template = owner["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    annotations = template["metadata"]["annotations"]
+    level = annotations["kueue.x-k8s.io/podset-required-topology"]
+    assert annotations["kueue.x-k8s.io/podset-slice-size"] == "2"
+    placed = {rank_of(p, {"workers": (2, 2)}, ["workers"]): p.spec.node_name for p in live}
+    (assignment,) = kueue.podset_assignments(workload).values()
+    counts = kueue.assignment_counts(assignment["topologyAssignment"])
+    assert counts == {(n,): list(placed.values()).count(n) for n in set(placed.values())}
+    assert len({kueue.domain_of(labels[n], level) for n in placed.values()}) == 1
+    nvlink = kueue.NATIVE + "nvlink-domain"
+    for first in (0, 2):
+        pair = {kueue.domain_of(labels[placed[i]], nvlink) for i in (first, first + 1)}
+        assert len(pair) == 1, f"ranks {first},{first + 1} split across NVLink domains: {placed}"

@@ -34,12 +34,6 @@ SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 
 
-def _domain(labels: dict[str, str], level: str) -> tuple[str, ...]:
-    """A node's domain at ``level``: its value there and at every level above (as Kueue sees it)."""
-    upto = kueue.NATIVE_LEVELS[: kueue.NATIVE_LEVELS.index(level) + 1]
-    return tuple(labels[key] for key in upto)
-
-
 def _annotations(batch: Any, namespace: str, job: str) -> dict[str, str]:
     def written() -> dict[str, str] | None:
         template = batch.read_namespaced_job(job, namespace).spec.template
@@ -89,8 +83,8 @@ def test_kueue_tas_keeps_the_job_in_the_domain_fabricfit_required(
     assert all(pods[i].spec.node_selector[kueue.HOSTNAME] == placed[i] for i in placed)
     # The constraint held: one domain at the required level, each TP pair in one NVLink domain.
     assert busy not in placed.values()
-    assert len({_domain(labels[n], level) for n in placed.values()}) == 1
+    assert len({kueue.domain_of(labels[n], level) for n in placed.values()}) == 1
     nvlink = kueue.NATIVE + "nvlink-domain"
     for first in (0, 2):
-        pair = {_domain(labels[placed[i]], nvlink) for i in (first, first + 1)}
+        pair = {kueue.domain_of(labels[placed[i]], nvlink) for i in (first, first + 1)}
         assert len(pair) == 1, f"ranks {first},{first + 1} split across NVLink domains: {placed}"

@@ -28,6 +28,13 @@ NATIVE_LEVELS = (
 )
 
 
+def domain_of(labels: Mapping[str, str], level: str) -> tuple[str, ...]:
+    """A node's domain at native ``level``: its value there and at every level above, which is
+    how Kueue tells domains apart (a value is only unique within its parent)."""
+    upto = NATIVE_LEVELS[: NATIVE_LEVELS.index(level) + 1]
+    return tuple(labels[key] for key in upto)
+
+
 def topology(name: str, levels: Sequence[str] = NATIVE_LEVELS) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
