@@ -14,7 +14,8 @@ The optimiser is deliberately small and deterministic (no random starts, no depe
 coordinate descent over the fields, a few sweeps; per field a coarse grid over its range, in
 log space for positive values, then golden-section search around the best grid point. A field
 changes only when that lowers the objective, so a field the rows do not constrain (a NIC
-efficiency when every row is inside one node) keeps the base profile's value. Fitted values
+efficiency when every row is inside one node) keeps the base profile's value; a weak prior
+(:data:`PRIOR_WEIGHT`) keeps barely constrained fields near the base's cited numbers. Fitted values
 are rounded to four significant digits, and errors are reported on the rounded profile.
 
 ``error`` of a row is the signed relative busbw error ``predicted / measured − 1``, computed from
@@ -50,6 +51,10 @@ FITTABLE: dict[str, tuple[float, float, bool]] = {
     "alltoall_efficiency": (0.1, 1.0, True),
     "alltoall_decay": (0.0, 2.0, False),
 }
+# A weak prior on the base profile (its numbers are cited): each field pays PRIOR_WEIGHT ×
+# (log of its change)² (linear fields: change / a quarter of their range), so a field the rows
+# barely constrain stays put instead of drifting to buy a 0.1 % gain.
+PRIOR_WEIGHT = 0.01
 GRID_POINTS = 9
 GOLDEN_STEPS = 16
 SWEEPS = 3
@@ -197,6 +202,20 @@ def _objective(
     return total / len(cases)
 
 
+def _prior(profile: FabricProfile, base: FabricProfile, names: Sequence[str]) -> float:
+    total = 0.0
+    for name in names:
+        value, start = float(getattr(profile, name)), float(getattr(base, name))
+        if value == start:
+            continue
+        low, high, log_space = FITTABLE[name]
+        if log_space and value > 0 and start > 0:
+            total += math.log(value / start) ** 2
+        else:
+            total += ((value - start) / ((high - low) / 4)) ** 2
+    return PRIOR_WEIGHT * total
+
+
 def _candidates(value: float, low: float, high: float, log_space: bool) -> list[float]:
     if log_space:
         a, b = math.log(low), math.log(high)
@@ -279,13 +298,15 @@ def fit_profile(
     shapes = {m: summarize_group(layout(m, base)) for m in (*rows, *held_out)}
     cases = [(m, shapes[m], measured_seconds(m)) for m in rows]
 
+    names = fittable_fields(base)
+
     def score(p: FabricProfile) -> float:
-        return _objective(p, cases)
+        return _objective(p, cases) + _prior(p, base, names)
 
     profile = base
     for _ in range(SWEEPS):
         before = profile
-        for field_name in fittable_fields(base):
+        for field_name in names:
             profile = _search_field(profile, field_name, score)
         if profile == before:
             break
