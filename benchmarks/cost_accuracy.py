@@ -6,35 +6,91 @@ Rows marked ``calibration`` are the ones the presets' numbers were fitted on; th
 held-out and fitted rows apart. Also printed: leave-one-source-out (refit a preset without one
 source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
 predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted on its
-calibration rows (the numbers the preset YAML files carry).
+calibration rows; ``--write-presets`` writes those fitted numbers into
+``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made: the
+fit starts from the values in the file, so running it again is a no-op). dgx-h200 is fitted on
+the dgx-h100 rows too (same NVLink4/NVSwitch and NICs).
 
-Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit]``
+Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]``
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 from fabricfit.calibrate import accuracy
 from fabricfit.calibrate.dataset import load_cases
-from fabricfit.calibrate.fit import FITTABLE, fit_profile
+from fabricfit.calibrate.fit import FITTABLE, FitResult, fit_profile, fittable_fields
 from fabricfit.fabric.profiles import PRESETS
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
+# Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
+ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
 
 
 def _read(relative: str) -> str:
     return (FIXTURES / relative).read_text(encoding="utf-8")
 
 
-def print_fits(cases: list[accuracy.Case]) -> None:
-    for fabric in sorted({c.fabric for c in cases if c.calibration}):
-        rows = [c.measurement for c in cases if c.fabric == fabric and c.calibration]
-        result = fit_profile(PRESETS[fabric], rows)
-        print(f"# {fabric}: fitted on {len(rows)} rows, median {result.median_abs_error:.1%}")
+def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
+    """Each GPU preset refitted on its calibration rows (and those of ALSO_FIT_ON)."""
+    results = {}
+    for fabric, preset in sorted(PRESETS.items()):
+        fabrics = (fabric, *ALSO_FIT_ON.get(fabric, ()))
+        rows = [c.measurement for c in cases if c.calibration and c.fabric in fabrics]
+        if rows and not preset.is_torus:
+            results[fabric] = fit_profile(preset, rows, name=fabric)
+    return results
+
+
+def print_fits(results: dict[str, FitResult]) -> None:
+    for fabric, result in results.items():
+        print(
+            f"# {fabric}: fitted on {len(result.rows)} calibration rows, median "
+            f"{result.median_abs_error:.1%}, worst {result.worst_abs_error:.1%}"
+        )
         for name in FITTABLE:
             print(f"{name}: {getattr(result.profile, name)}")
+
+
+def write_presets(results: dict[str, FitResult]) -> None:
+    """Replace the fitted fields' values in the preset YAML files, keeping their comments."""
+    for fabric, result in results.items():
+        path = PRESET_DIR / f"{fabric}.yaml"
+        text = path.read_text(encoding="utf-8")
+        for name in fittable_fields(result.profile):
+            value = getattr(result.profile, name)
+            line = re.compile(rf"^{name}:[ ]*[^#\n]*?(?P<pad>[ ]*)(?P<comment>#.*)?$", re.M)
+            found = line.search(text)
+            if found:
+                old = found.group(0).split("#")[0].split(":", 1)[1].strip()
+                comment = found.group("comment")
+                if float(old) != value:
+                    was = (comment or "").lstrip("# ")
+                    comment = f"# fitted on the [calibration] rows (was {old}: {was})"
+                new = _line(name, value, comment)
+                text = text[: found.start()] + new + text[found.end() :]
+            else:
+                text = text.replace("\nsources:", f"\n{_line(name, value, None)}\nsources:", 1)
+        used = sorted({r.measurement.source for r in result.rows if r.fitted})
+        note = "; ".join(used).replace('"', "'")
+        text = re.sub(r'^  - "fitted: .*\n', "", text, flags=re.M).rstrip("\n")
+        text += (
+            f'\n  - "fitted: {", ".join(fittable_fields(result.profile))} by'
+            f" fabricfit.calibrate.fit on {len(result.rows)} [calibration] rows of tests/fixtures"
+            f' (cost/measurements.yaml, nccl-tests/SOURCES.yaml): {note}"\n'
+        )
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+
+
+def _line(name: str, value: float, comment: str | None) -> str:
+    note = comment or "# fitted: fabricfit.calibrate.fit on the [calibration] rows (sources)"
+    return f"{name + ':':<22}{value:<8} {note}"
 
 
 def main(argv: list[str]) -> int:
@@ -53,8 +109,11 @@ def main(argv: list[str]) -> int:
         )
     )
     print(accuracy.render_transfers("small to large:", accuracy.small_to_large(cases, PRESETS)))
-    if "--fit" in argv:
-        print_fits(cases)
+    if "--fit" in argv or "--write-presets" in argv:
+        results = fit_presets(cases)
+        print_fits(results)
+        if "--write-presets" in argv:
+            write_presets(results)
     return 0 if all(b.meets_targets() for b in bands) else 1
 
 
