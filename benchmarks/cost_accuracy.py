@@ -16,6 +16,7 @@ Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-pr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -23,11 +24,12 @@ from pathlib import Path
 from fabricfit.calibrate import accuracy
 from fabricfit.calibrate.dataset import load_cases
 from fabricfit.calibrate.fit import FITTABLE, FitResult, fit_profile, fittable_fields
-from fabricfit.fabric.profiles import PRESETS
+from fabricfit.fabric.profiles import PRESETS, FabricProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
 # Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
 ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
 
@@ -75,7 +77,14 @@ def write_presets(results: dict[str, FitResult]) -> None:
                 new = _line(name, value, comment)
                 text = text[: found.start()] + new + text[found.end() :]
             else:
-                text = text.replace("\nsources:", f"\n{_line(name, value, None)}\nsources:", 1)
+                default = DEFAULTS[name]
+                comment = (
+                    "# default: not constrained by the [calibration] rows"
+                    if value == default
+                    else f"# fitted on the [calibration] rows (default {default})"
+                )
+                new = _line(name, value, comment)
+                text = text.replace("\nsources:", f"\n{new}\nsources:", 1)
         used = sorted({r.measurement.source for r in result.rows if r.fitted})
         note = "; ".join(used).replace('"', "'")
         text = re.sub(r'^  - "fitted: .*\n', "", text, flags=re.M).rstrip("\n")
@@ -89,8 +98,7 @@ def write_presets(results: dict[str, FitResult]) -> None:
 
 
 def _line(name: str, value: float, comment: str | None) -> str:
-    note = comment or "# fitted: fabricfit.calibrate.fit on the [calibration] rows (sources)"
-    return f"{name + ':':<22}{value:<8} {note}"
+    return f"{name + ': ' + str(value):<29} {comment or ''}".rstrip()
 
 
 def main(argv: list[str]) -> int:
