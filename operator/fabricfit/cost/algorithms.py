@@ -31,6 +31,7 @@ bandwidth of the tiers the group crosses:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from fabricfit.cost import nccl
@@ -48,17 +49,10 @@ class Candidate(NamedTuple):
     latency_s: float  # the α term
     transfer_s: float  # the bytes / bandwidth term
     bottleneck: str  # tier limiting the transfer term
-    # What NCCL's tuner believes the call costs, when that differs from the price (tree):
-    # auto selection keeps such a candidate only if NCCL would pick it. < 0: same as seconds.
-    tuner_s: float = -1.0
 
     @property
     def seconds(self) -> float:
         return self.latency_s + self.transfer_s
-
-    @property
-    def score(self) -> float:
-        return self.tuner_s if self.tuner_s >= 0 else self.seconds
 
 
 def _ring_bw(bus: float, t: Tiers, proto: int, arch: str) -> float:
@@ -137,12 +131,39 @@ def _tree_physical_alg_gb_per_s(t: Tiers, proto: int, domains: int) -> float:
     return min(alg, t.ll_cap_gb_per_s / 2) if proto == LL else alg
 
 
+def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> bool:
+    """NCCL's own choice between tree and ring all-reduce: its latency constants (hop types
+    summed, tuning.cc 400-420) and its bandwidths (per-channel caps, size correction)."""
+    n, d, m = shape.ranks, shape.domains, shape.max_per_domain
+    steps, inter = 2 * (n - 1), 2 * (d - 1)
+    factor = 2 * (n - 1) / n
+    ring_s, tree_s = math.inf, math.inf
+    for proto in t.protocols:
+        intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])
+        lat = (
+            nccl.BASE_US["ring"][proto]
+            + (steps - inter) * intra
+            + inter * nccl.NET_US["ring"][proto]
+        )
+        if proto == SIMPLE and size >= 64 * n * max(t.channels, 1):
+            lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
+        bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
+        ring_s = min(ring_s, lat * US + factor * size / (bw * GB))
+        hops = (m - 1) * nccl.NVLINK_US["tree"][proto] + nccl.log2_domains(shape) * nccl.NET_US[
+            "tree"
+        ][proto]
+        lat = nccl.BASE_US["tree"][proto] + 2 * hops
+        alg = _tree_tuner_alg_gb_per_s(shape, profile, t, proto) * nccl.tree_correction(size, proto)
+        tree_s = min(tree_s, lat * US + size / (alg * GB))
+    return tree_s <= ring_s
+
+
 def tree_allreduce(
-    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, *, auto: bool = True
 ) -> list[Candidate]:
-    """Priced at the physical rate (at most twice the tuner's, so sizes stay monotone), kept
-    by auto selection only where NCCL's tuner, with its per-channel caps, would choose it."""
-    if not shape.multi_domain:
+    """In auto mode only where NCCL would pick tree over ring (``_nccl_prefers_tree``); priced
+    at the physical rate (at most twice the tuner's) with the profile's wall-time latencies."""
+    if not shape.multi_domain or (auto and not _nccl_prefers_tree(size, shape, profile, t)):
         return []
     log_domains = nccl.log2_domains(shape)
     chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
@@ -152,16 +173,13 @@ def tree_allreduce(
         inter = nccl.NET_US["tree"][proto] * t.net_scale + t.spine_us
         hops = (shape.max_per_domain - 1) * intra + log_domains * inter
         lat = (nccl.BASE_US["tree"][proto] * t.base_scale + t.net_base_us + 2 * hops) * US
-        correction = nccl.tree_correction(size, proto)
         tuner = _tree_tuner_alg_gb_per_s(shape, profile, t, proto)
         alg = min(_tree_physical_alg_gb_per_s(t, proto, shape.domains), 2 * tuner)
         tier = t.out_tier
         if shape.max_per_domain > 1 and chain < alg:
             alg, tier = chain, "nvlink"
-        tuner = min(tuner, chain) if shape.max_per_domain > 1 else tuner
-        tuner_s = lat + size / (tuner * correction * GB)
-        transfer = size / (alg * correction * GB)
-        out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier, tuner_s))
+        transfer = size / (alg * nccl.tree_correction(size, proto) * GB)
+        out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier))
     return out
 
 

@@ -98,7 +98,7 @@ def _gpu_candidates(
     if collective is Collective.ALL_REDUCE:
         found = [
             *alg.ring(size, shape, profile, t, 2 * (n - 1), 2 * (d - 1), factor, allreduce=True),
-            *alg.tree_allreduce(size, shape, profile, t),
+            *alg.tree_allreduce(size, shape, profile, t, auto=algorithm == "auto"),
             *alg.nvls(size, shape, profile, t, factor),
             *alg.nvls_tree_allreduce(size, shape, profile, t),
         ]
@@ -124,12 +124,6 @@ def _pick(
     if algorithm != "auto":
         allowed = _FAMILY.get(algorithm, (algorithm,))
         candidates = [c for c in candidates if c.algorithm in allowed]
-    else:
-        # a candidate priced apart from NCCL's belief (tree) runs only where NCCL picks it
-        plain = [c.seconds for c in candidates if c.tuner_s < 0]
-        if plain:
-            best_plain = min(plain)
-            candidates = [c for c in candidates if c.tuner_s < 0 or c.tuner_s <= best_plain]
     if not candidates:
         raise CostError(
             f"algorithm {algorithm!r} does not apply to {collective} on {profile.name} "

@@ -55,6 +55,9 @@ NET_US: Final[dict[str, tuple[float, float, float]]] = {
     "pat": (14.0, 14.0, 14.0),
     "nvls-tree": (20.9, 20.9, 20.9),
 }
+# getNetOverhead: 1 µs on x86 (×3 for Simple), a floor on NCCL's intra-node steps of a
+# multi-node ring (its selection only; the wall-time model charges the slowest hop instead).
+NET_OVERHEAD_US: Final = (1.0, 1.0, 3.0)
 # The entries the profile's wall-time latencies stand for (ring LL); the rest scale with them.
 NCCL_BASE_US: Final = 6.6
 NCCL_NVLINK_HOP_US: Final = 0.6
