@@ -34,13 +34,14 @@ cluster-build:
 e2e: venv cluster-build tools
 	$(BIN)/pytest -m "e2e and not slow" -q
 
-# Everything: lint, unit and e2e tests. This is the README's test command and what CI runs.
+# Everything but the long runs: lint, unit and e2e tests. The README's test command; CI runs it.
 test: venv cluster-build tools
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -m "not slow" -q
 
+# The long runs (marked slow): whole-process fuzzing under a memory cap, fault and load tests.
 test-slow: venv cluster-build
 	$(BIN)/pytest -m slow -q
 
