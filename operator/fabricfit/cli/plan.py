@@ -3,11 +3,14 @@
 Theory of operation
 -------------------
 Read the files (``kubectl get nodes -o yaml|json``, optionally ``kubectl get pods -A``, and a
-TrainingTopology object or a bare spec), build the snapshot, resolve the fabric profile, call the
-pure planner, print a summary or one JSON object, optionally write an SVG. Every input problem —
-unreadable file, bad YAML/JSON, a spec pydantic rejects, an unknown fabric, a malformed pod
-template — is one line on stderr and exit 2; infeasible is exit 1; placed is exit 0. This module
-imports neither kopf nor the Kubernetes client (they cost ~1.5 s of start-up).
+TrainingTopology object or a bare spec, with the workload it names), bounded and total
+(:mod:`fabricfit.cli.inputs`, :mod:`fabricfit.fabric.documents`); check every object is of the
+kind its flag expects; hand the spec and workload to the policy the operator uses
+(:func:`fabricfit.render.policy.admit`: schema, CRD rules and bounds, template choice — before
+any search); build the snapshot, resolve the fabric profile, call the pure planner, print a
+summary or one JSON object, optionally write an SVG. Every input problem is one line on stderr
+and exit 2; infeasible is exit 1; placed is exit 0 (``cli.main`` turns anything unforeseen into
+exit 3). This module imports neither kopf nor the Kubernetes client (~1.5 s of start-up).
 """
 
 from __future__ import annotations
@@ -34,16 +37,19 @@ from fabricfit.render.svg import build_svg
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--nodes", required=True, metavar="NODES.yaml", help="kubectl get nodes -o yaml|json output"
+        "--nodes",
+        required=True,
+        metavar="NODES.yaml",
+        help="kubectl get nodes -o yaml|json output (- for stdin)",
     )
     parser.add_argument(
-        "--pods", metavar="PODS.yaml", help="kubectl get pods -A -o yaml|json output"
+        "--pods", metavar="PODS.yaml", help="kubectl get pods -A -o yaml|json output (- for stdin)"
     )
     parser.add_argument(
         "--topology",
         required=True,
         metavar="TT.yaml",
-        help="a TrainingTopology object (or its bare spec)",
+        help="a TrainingTopology object (or its bare spec), and the workload it names",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--svg", metavar="OUT", help="write an SVG picture of the plan to OUT")

@@ -134,9 +134,7 @@ def _groups_varying(
     return tuple(sorted(groups))
 
 
-def _offsets(
-    digits: list[str], radix: Mapping[str, int], strides: Mapping[str, int]
-) -> list[int]:
+def _offsets(digits: list[str], radix: Mapping[str, int], strides: Mapping[str, int]) -> list[int]:
     """Rank offsets of every combination of ``digits`` (the others at zero), in
     ``itertools.product`` order (the last digit fastest); built a digit at a time, so a
     262,144-rank job costs list arithmetic, not a generator and a sum per rank."""

@@ -13,10 +13,10 @@ nodes, pod by pod.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 import contextlib
 import io
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
