@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 
 from helpers import kueue
-from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
+from helpers.cluster import (
+    POOL_LABEL,
+    RAIL_GROUP,
+    TT,
+    foreign_pod,
+    make_pool,
+    planned,
+    topology,
+    wait_condition,
+)
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
 
@@ -130,3 +139,52 @@ def test_jobset_in_kueue_tas_mode_keeps_each_tp_pair_in_one_nvlink_domain(
     for first in (0, 2):
         pair = {kueue.domain_of(labels[placed[i]], nvlink) for i in (first, first + 1)}
         assert len(pair) == 1, f"ranks {first},{first + 1} split across NVLink domains: {placed}"
+
+
+@pytest.mark.controllers("kueue", "jobset")
+def test_a_driver_and_its_workers_share_the_rail_group_through_a_podset_group(
+    operator: OperatorProcess, core: Any, custom: Any, namespace: str
+) -> None:
+    # The first rail group has one free node, the second four. The plan puts the driver and its
+    # three workers in the second; Kueue admits them as two PodSets and, without a group, would
+    # be free to best-fit the single driver into the first rail group's last free node.
+    # (Every node carries every level of the Kueue Topology, NVLink domain included: Kueue
+    # only counts such nodes.)
+    nodes = make_pool(core, "group", rail_groups_per_spine=2, nodes_per_rail_group=4,
+                      nodes_per_rack=2, nvlink_domain_nodes=2)  # fmt: skip
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
+    for i, node in enumerate(nodes[:3]):
+        core.create_namespaced_pod(
+            namespace, foreign_pod(f"tenant-{i}", node["metadata"]["name"], 8)
+        )
+    replicated = [("driver", 1, 1), ("workers", 1, 3)]
+    with kueue.queues(custom, namespace, namespace, {POOL_LABEL: "group"}, gpus=64) as queue:
+        custom.create_namespaced_custom_object(
+            *JOBSET[:2], namespace, JOBSET[2], jobset("train", "group", replicated)
+        )
+        spec = topology("train", "", {"tensor": 8, "data": 4}, queueName=queue,
+                        placement={"mode": "kueue-tas"})  # fmt: skip
+        spec["spec"]["workloadRef"] = {"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                                       "kind": "JobSet", "name": "train"}  # fmt: skip
+        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+        wait_condition(custom, namespace, "train", "Planned", "True")
+        owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
+        kueue.wait_admitted(custom, namespace, owner["metadata"]["uid"])
+        live = wait_for(lambda: _bound_pods(core, namespace, 4), timeout_seconds=90,
+                        what="the JobSet's pods bound")  # fmt: skip
+
+    groups = {kueue.domain_of(labels[p.spec.node_name], RAIL_GROUP) for p in live}
+    assert len(groups) == 1, [p.spec.node_name for p in live]
+    owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
+    for rj in owner["spec"]["replicatedJobs"]:
+        annotations = rj["template"]["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["kueue.x-k8s.io/podset-group-name"] == "fabricfit-train"
+        assert annotations["kueue.x-k8s.io/podset-required-topology"] == RAIL_GROUP
+        assert "kueue.x-k8s.io/podset-slice-size" not in annotations
+
+
+def _bound_pods(core: Any, namespace: str, count: int) -> list[Any] | None:
+    selector = "jobset.sigs.k8s.io/jobset-name=train"
+    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+    live = [p for p in pods if p.metadata.deletion_timestamp is None]
+    return live if len(live) == count and all(p.spec.node_name for p in live) else None

@@ -8,6 +8,7 @@ domain, hostname), the ResourceFlavor selects the test's node pool and names tha
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.controllers("kueue")
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 
 
 def _annotations(batch: Any, namespace: str, job: str) -> dict[str, str]:
@@ -88,3 +90,34 @@ def test_kueue_tas_keeps_the_job_in_the_domain_fabricfit_required(
     for first in (0, 2):
         pair = {kueue.domain_of(labels[placed[i]], nvlink) for i in (first, first + 1)}
         assert len(pair) == 1, f"ranks {first},{first + 1} split across NVLink domains: {placed}"
+
+
+def test_a_job_spanning_rail_groups_gets_a_multi_layer_slice_request_kueue_honours(
+    operator: OperatorProcess, core: Any, custom: Any, batch: Any, namespace: str
+) -> None:
+    # Eight TP16 pods on two rail groups of four: no rail group holds the job, so fabricfit asks
+    # for the spine, with every block of four consecutive ranks in one rail group and every TP
+    # pair in one NVLink domain (one multi-layer slice request).
+    nodes = make_pool(core, "layers", rail_groups_per_spine=2, nodes_per_rail_group=4,
+                      nodes_per_rack=2, nvlink_domain_nodes=2)  # fmt: skip
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
+    with kueue.queues(custom, namespace, namespace, {POOL_LABEL: "layers"}, gpus=64) as queue:
+        batch.create_namespaced_job(namespace, indexed_job("wide", 8, "layers"))
+        spec = topology("wide", "wide", {"tensor": 16, "data": 4}, queueName=queue,
+                        placement={"mode": "kueue-tas"})  # fmt: skip
+        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+        annotations = _annotations(batch, namespace, "wide")
+        assert annotations[REQUIRED] == kueue.NATIVE + "spine"
+        assert json.loads(annotations[CONSTRAINTS]) == [
+            {"topology": kueue.NATIVE + "rail-group", "size": 4},
+            {"topology": kueue.NATIVE + "nvlink-domain", "size": 2},
+        ]
+        uid = batch.read_namespaced_job("wide", namespace).metadata.uid
+        kueue.wait_admitted(custom, namespace, uid)
+        pods = wait_bound(core, namespace, "wide", 8)
+
+    placed = {index: pod.spec.node_name for index, pod in pods.items()}
+    for level, size in ((kueue.NATIVE + "rail-group", 4), (kueue.NATIVE + "nvlink-domain", 2)):
+        for first in range(0, 8, size):
+            block = {kueue.domain_of(labels[placed[i]], level) for i in range(first, first + size)}
+            assert len(block) == 1, f"ranks {first}..{first + size - 1} split at {level}: {placed}"

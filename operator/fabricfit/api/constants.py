@@ -36,6 +36,11 @@ KUEUE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_SLICE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-slice-required-topology"
 KUEUE_SLICE_SIZE: Final = "kueue.x-k8s.io/podset-slice-size"
+#: Multi-layer slices (Kueue >= 0.17, on by default in 0.19): a JSON list, outer layer first, of
+#: ``{"topology": <level>, "size": <pods>}``; excludes the two single-layer slice keys above.
+KUEUE_SLICE_CONSTRAINTS: Final = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+#: Two PodSets (one of them a single pod) that Kueue places in one domain of the same level.
+KUEUE_PODSET_GROUP: Final = "kueue.x-k8s.io/podset-group-name"
 
 # Index labels that carry a pod's rank-block index, per workload kind.
 JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"

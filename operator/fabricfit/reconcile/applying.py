@@ -36,7 +36,7 @@ from fabricfit.render.kinds import (
     pod_templates,
     template_pod_count,
 )
-from fabricfit.render.kueue import fit_to_podset
+from fabricfit.render.kueue import fit_to_podset, group_podsets, podset_group_name
 from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
 from fabricfit.render.workload import build_template_patch, build_workload_labels
 
@@ -75,6 +75,12 @@ async def apply_to_workload(
     templates = pod_templates(ref.kind, workload)
     if not allows_pod_affinity(ref.kind):
         rail_group_key = None  # the API server rejects pod-affinity changes to these templates
+    counts = [template_pod_count(ref.kind, workload, path) for path, _ in templates]
+    per_podset = group_podsets(
+        [fit_to_podset(kueue_annotations, count) for count in counts],
+        counts,
+        podset_group_name(name),
+    )
     new = [
         (
             path,
@@ -83,13 +89,11 @@ async def apply_to_workload(
                 mode=mode,
                 queue_name=spec.queue_name,
                 rail_group_key=rail_group_key,
-                kueue_annotations=fit_to_podset(
-                    kueue_annotations, template_pod_count(ref.kind, workload, path)
-                ),
+                kueue_annotations=annotations,
                 template=template,
             ),
         )
-        for path, template in templates
+        for (path, template), annotations in zip(templates, per_podset, strict=True)
     ]
     body = build_workload_patch(ref.kind, workload, new)
     if body:

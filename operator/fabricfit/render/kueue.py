@@ -16,6 +16,15 @@ Kueue constraints are satisfiable right now (reference/kueue-tas.md §1.3, §2.6
   ``tensor // gpusPerPod`` -- only when Kueue's slices (aligned blocks of consecutive pod
   indexes) are exactly the plan's TP groups and the plan keeps each in one NVLink domain, and
   only when the pod set is not already confined to one NVLink domain or node.
+* A plan that spans rail groups (the required tier is the spine, or there is none) also gets an
+  outer slice layer at the rail group: the largest aligned block of consecutive pods the plan
+  keeps in one rail group. With a TP slice as well, both go into one multi-layer
+  ``podset-slice-required-topology-constraints`` list (rail group outside, NVLink domain
+  inside), else the single-layer pair carries it.
+* Two PodSets of one workload, one of them a single pod (LeaderWorkerSet leader and workers,
+  PyTorchJob master and workers, a JobSet driver and its workers) get a common
+  ``podset-group-name`` so Kueue puts the leader in the workers' domain
+  (:func:`group_podsets`).
 
 The keys are the node label keys of the cluster's label scheme (:func:`tier_label_keys`); the
 caller should pass only keys that are levels of the Kueue ``Topology`` the flavor uses.
@@ -23,13 +32,16 @@ caller should pass only keys that are levels of the Kueue ``Topology`` the flavo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from fabricfit.api.constants import (
     HOSTNAME_LABEL,
+    KUEUE_PODSET_GROUP,
     KUEUE_PREFERRED_TOPOLOGY,
     KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_SLICE_CONSTRAINTS,
     KUEUE_SLICE_REQUIRED_TOPOLOGY,
     KUEUE_SLICE_SIZE,
 )
@@ -40,6 +52,10 @@ from fabricfit.placement.decision import PlacementDecision
 
 #: Tiers, finest first; a tier's domain is qualified by every tier after it.
 TIERS_FINEST_FIRST: Final = ("hostname", "nvlink_domain", "rack", "rail_group", "spine")
+#: Kueue accepts one to three slice layers.
+MAX_SLICE_LAYERS: Final = 3
+#: The annotation keys that ask for slices (single- or multi-layer).
+SLICE_KEYS: Final = (KUEUE_SLICE_REQUIRED_TOPOLOGY, KUEUE_SLICE_SIZE, KUEUE_SLICE_CONSTRAINTS)
 #: Preferred-topology fallback order when no single domain holds the plan.
 PREFERRED_ORDER: Final = ("rail_group", "spine", "rack", "nvlink_domain", "hostname")
 
@@ -106,10 +122,68 @@ def build_kueue_annotations(
             annotations[KUEUE_PREFERRED_TOPOLOGY] = tier_keys[preferred]
     if required not in ("hostname", "nvlink_domain"):
         size = _slice_size(decision, gpus_per_pod, tensor, tier_keys, node_labels)
-        if size is not None:
-            annotations[KUEUE_SLICE_REQUIRED_TOPOLOGY] = tier_keys["nvlink_domain"]
-            annotations[KUEUE_SLICE_SIZE] = str(size)
+        layers = [] if size is None else [(tier_keys["nvlink_domain"], size)]
+        if required in (None, "spine"):
+            pods = decision.pods if decision.feasible else ()
+            layers = _rail_group_layer(pods, size, tier_keys, node_labels) + layers
+        annotations.update(slice_annotations(layers))
     return annotations
+
+
+def slice_annotations(layers: Sequence[tuple[str, int]]) -> dict[str, str]:
+    """Kueue's slice keys for ``layers`` (level key, pods per slice), outer layer first: the
+    single-layer pair for one layer (what every Kueue with slices reads), the multi-layer JSON
+    list for two or three."""
+    if not layers:
+        return {}
+    if len(layers) == 1:
+        ((level, size),) = layers
+        return {KUEUE_SLICE_REQUIRED_TOPOLOGY: level, KUEUE_SLICE_SIZE: str(size)}
+    listed = [{"topology": level, "size": size} for level, size in layers[:MAX_SLICE_LAYERS]]
+    return {KUEUE_SLICE_CONSTRAINTS: json.dumps(listed, separators=(",", ":"))}
+
+
+def slice_layers(annotations: Mapping[str, str]) -> list[tuple[str, int]] | None:
+    """The slice layers ``annotations`` ask for, outer first ([] for none); None if malformed."""
+    if KUEUE_SLICE_CONSTRAINTS in annotations:
+        try:
+            raw = json.loads(annotations[KUEUE_SLICE_CONSTRAINTS])
+        except ValueError:
+            return None
+        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_SLICE_LAYERS:
+            return None
+        items = [i if isinstance(i, dict) else {} for i in raw]
+        layers = [(i.get("topology"), i.get("size")) for i in items]
+        valid = all(isinstance(t, str) and t and type(n) is int and n > 0 for t, n in layers)
+        return [(str(t), int(str(n))) for t, n in layers] if valid else None
+    level = annotations.get(KUEUE_SLICE_REQUIRED_TOPOLOGY)
+    if level is None and KUEUE_SLICE_SIZE not in annotations:
+        return []
+    size = parse_size(annotations.get(KUEUE_SLICE_SIZE))
+    return [(level, size)] if level and size is not None else None
+
+
+def _rail_group_layer(
+    pods: Sequence[str],
+    inner: int | None,
+    tier_keys: Mapping[str, str],
+    node_labels: Mapping[str, Mapping[str, str]],
+) -> list[tuple[str, int]]:
+    """An outer slice layer at the rail group for a plan that spans rail groups: the largest
+    block of consecutive pods (a divisor of the pod count, a multiple of the inner TP slice)
+    such that the plan keeps every aligned block in one rail group. That is the locality the
+    plan was priced with (blocks of a PP stage's data-parallel peers on one leaf's rails),
+    which Kueue would otherwise only prefer."""
+    total = len(pods)
+    if "rail_group" not in tier_keys or total < 4:
+        return []
+    for block in range(total // 2, 1, -1):
+        if total % block or (inner is not None and (block <= inner or block % inner)):
+            continue
+        chunks = (pods[i : i + block] for i in range(0, total, block))
+        if all(_one_domain(chunk, "rail_group", tier_keys, node_labels) for chunk in chunks):
+            return [(tier_keys["rail_group"], block)]
+    return []
 
 
 def fit_to_podset(annotations: Mapping[str, str], pod_count: int | None) -> dict[str, str]:
@@ -119,14 +193,35 @@ def fit_to_podset(annotations: Mapping[str, str], pod_count: int | None) -> dict
     slices must tile it, so a Master or leader template (one pod) drops the slice request.
     Required/preferred levels stay: a subset of pods fits where the whole plan fits.
     """
-    fitted = dict(annotations)
-    if KUEUE_SLICE_SIZE not in fitted and KUEUE_SLICE_REQUIRED_TOPOLOGY not in fitted:
-        return fitted
-    size = parse_size(fitted.get(KUEUE_SLICE_SIZE))
-    fits = pod_count is None or (size is not None and pod_count >= size and pod_count % size == 0)
-    if size is None or not fits:
-        fitted.pop(KUEUE_SLICE_SIZE, None)
-        fitted.pop(KUEUE_SLICE_REQUIRED_TOPOLOGY, None)
+    fitted = {k: v for k, v in annotations.items() if k not in SLICE_KEYS}
+    layers = slice_layers(annotations) or []
+    if pod_count is not None:
+        # Inner sizes divide outer ones, so the layers that still tile stay a valid chain.
+        layers = [(lvl, n) for lvl, n in layers if n <= pod_count and pod_count % n == 0]
+    fitted.update(slice_annotations(layers))
+    return fitted
+
+
+def podset_group_name(topology_name: str) -> str:
+    """The ``podset-group-name`` of a TrainingTopology's PodSets (never a bare number, which
+    Kueue rejects)."""
+    return f"fabricfit-{topology_name}"
+
+
+def group_podsets(
+    per_podset: Sequence[Mapping[str, str]], pod_counts: Sequence[int | None], group: str
+) -> list[dict[str, str]]:
+    """Per-PodSet annotations, with ``podset-group-name`` = ``group`` on both when Kueue can
+    co-locate them: exactly two PodSets, one of them a single pod (a leader or master and its
+    workers), each with a required or preferred level and no slices (Kueue 0.19 rejects a
+    group with slices, and a TP slice is worth more than the leader's locality). Without it
+    Kueue places the two independently, and the leader may land in another domain."""
+    fitted = [dict(a) for a in per_podset]
+    leveled = all(KUEUE_REQUIRED_TOPOLOGY in a or KUEUE_PREFERRED_TOPOLOGY in a for a in fitted)
+    sliced = any(k in a for a in fitted for k in SLICE_KEYS)
+    if len(fitted) == 2 and 1 in pod_counts and leveled and not sliced:
+        for annotations in fitted:
+            annotations[KUEUE_PODSET_GROUP] = group
     return fitted
 
 
