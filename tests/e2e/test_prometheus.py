@@ -1,6 +1,12 @@
-"""A real Prometheus server (Debian package) scrapes the operator while it places a job; PromQL
-returns the job's placement efficiency, and ``promtool check metrics`` accepts the live endpoint.
+"""A real Prometheus server (Debian package) scrapes the operator the way kube-prometheus-stack
+does: through the chart's Service and ServiceMonitor, with the scrape job and relabel rules the
+prometheus-operator generates for it (``helpers.servicemonitor``) on ``kubernetes_sd`` of the
+Service's Endpoints, not a static target. The per-job series keep the TrainingTopology's
+``namespace``, every dashboard query returns data for the placed job, and ``promtool check
+metrics`` accepts the live endpoint.
 
+The operator runs as a local process, so the test gives the chart's Service no selector and writes
+its Endpoints itself (this machine's routable address: the API server refuses loopback ones).
 Prometheus listens on loopback with a temporary storage directory and is stopped in teardown.
 The session operator is stopped meanwhile so that the scraped operator is the one acting.
 """
@@ -9,9 +15,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +29,9 @@ import yaml
 
 from helpers.cluster import TT, indexed_job, make_pool, topology, wait_condition
 from helpers.operator import OperatorProcess, free_port
+from helpers.servicemonitor import scrape_configs
 from helpers.waiting import wait_for
+from unit.chart.rendering import dashboard, one, render
 
 SCRAPE_INTERVAL = "1s"
 
@@ -61,21 +71,66 @@ def scraped_operator(
         operator.start()
 
 
+def routable_address() -> str:
+    """This machine's address on its default route (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("192.0.2.255", 9))
+            address = str(sock.getsockname()[0])
+        except OSError:
+            address = socket.gethostbyname(socket.gethostname())
+    assert not address.startswith("127."), "no non-loopback IPv4 address for the Endpoints"
+    return address
+
+
 @pytest.fixture
-def prometheus(scraped_operator: tuple[OperatorProcess, int], tmp_path: Path) -> Iterator[str]:
-    """A Prometheus server scraping the operator every second; yields its base URL."""
+def release(
+    core: Any, scraped_operator: tuple[OperatorProcess, int]
+) -> Iterator[list[dict[str, Any]]]:
+    """The chart rendered into a fresh release namespace (ServiceMonitor on), its metrics
+    Service applied without a selector, and Endpoints pointing at the scraped operator."""
     _, metrics_port = scraped_operator
+    namespace = f"ffmon-{uuid.uuid4().hex[:6]}"
+    objects = render(
+        None,
+        "metrics.serviceMonitor.enabled=true",
+        f"metrics.serviceMonitor.interval={SCRAPE_INTERVAL}",
+        release="ff",
+        namespace=namespace,
+    )
+    service = one(objects, "Service")
+    del service["spec"]["selector"]
+    port_name = service["spec"]["ports"][0]["name"]
+    endpoints = {
+        "metadata": {"name": service["metadata"]["name"], "labels": service["metadata"]["labels"]},
+        "subsets": [
+            {
+                "addresses": [{"ip": routable_address()}],
+                "ports": [{"name": port_name, "port": metrics_port, "protocol": "TCP"}],
+            }
+        ],
+    }
+    core.create_namespace({"metadata": {"name": namespace}})
+    try:
+        core.create_namespaced_service(namespace, service)
+        core.create_namespaced_endpoints(namespace, endpoints)
+        yield objects
+    finally:
+        core.delete_namespace(namespace)
+
+
+@pytest.fixture
+def prometheus(release: list[dict[str, Any]], kubeconfig: Path, tmp_path: Path) -> Iterator[str]:
+    """A Prometheus server with the scrape jobs generated from the chart's ServiceMonitor, plus
+    the same job without honorLabels (to show what it would change); yields its base URL."""
+    (job,) = scrape_configs(one(release, "ServiceMonitor"), kubeconfig)
+    plain = {**job, "job_name": f"{job['job_name']}/no-honor", "honor_labels": False}
     config = tmp_path / "prometheus.yml"
     config.write_text(
         yaml.safe_dump(
             {
                 "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": "1s"},
-                "scrape_configs": [
-                    {
-                        "job_name": "fabricfit",
-                        "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}],
-                    }
-                ],
+                "scrape_configs": [job, plain],
             }
         )
     )
@@ -109,6 +164,7 @@ def query(url: str, promql: str) -> list[dict[str, Any]]:
 
 def test_prometheus_scrapes_the_placement_efficiency(
     prometheus: str,
+    release: list[dict[str, Any]],
     scraped_operator: tuple[OperatorProcess, int],
     core: Any,
     custom: Any,
@@ -123,16 +179,31 @@ def test_prometheus_scrapes_the_placement_efficiency(
     )
     tt = wait_condition(custom, namespace, "scraped", "Placed", "True", timeout=120)
     job = f'namespace="{namespace}", name="scraped"'
+    service = one(release, "Service")["metadata"]
+    monitor_job = scrape_configs(one(release, "ServiceMonitor"), Path())[0]["job_name"]
 
     result = wait_for(
-        lambda: query(prometheus, f"fabricfit_placement_efficiency_ratio{{{job}}}"),
+        lambda: query(
+            prometheus,
+            f'fabricfit_placement_efficiency_ratio{{{job}, job="{service["name"]}"}}',
+        ),
         timeout_seconds=60,
-        what="the efficiency series in Prometheus",
+        what="the efficiency series in Prometheus, with the TrainingTopology's namespace",
     )
-    (series,) = result
-    assert series["metric"]["job"] == "fabricfit"
+    (series,) = result  # only the honorLabels job keeps the job's namespace
+    assert series["metric"]["service"] == service["name"]
+    assert series["metric"]["endpoint"] == "metrics"
+    assert "exported_namespace" not in series["metric"]
     assert float(series["value"][1]) == pytest.approx(tt["status"]["efficiency"])
     assert 0 < float(series["value"][1]) <= 1
+    # The ServiceMonitor's own job is the only one that keeps the label; without honorLabels the
+    # series would name the operator's namespace and hide the job's as exported_namespace.
+    renamed = query(
+        prometheus, f'fabricfit_placement_efficiency_ratio{{exported_namespace="{namespace}"}}'
+    )
+    assert [s["metric"]["namespace"] for s in renamed] == [service["namespace"]]
+    assert monitor_job.startswith(f"serviceMonitor/{service['namespace']}/")
+    assert_every_dashboard_query_returns_data(prometheus, namespace, "scraped")
 
     by_dimension = {
         s["metric"]["dimension"]: float(s["value"][1])
@@ -156,7 +227,10 @@ def test_prometheus_scrapes_the_placement_efficiency(
         what="time to placed",
     )
     assert float(placed[0]["value"][1]) >= 1
-    tiers = {s["metric"]["tier"] for s in query(prometheus, "fabricfit_largest_placeable_gpus")}
+    tiers = {
+        s["metric"]["tier"]
+        for s in query(prometheus, f'fabricfit_largest_placeable_gpus{{job="{service["name"]}"}}')
+    }
     assert tiers == {"node", "nvlink_domain", "rail_group", "spine", "cluster"}
     api = query(prometheus, 'sum(fabricfit_kubernetes_api_requests_total{code=~"2.."})')
     assert float(api[0]["value"][1]) > 0
@@ -170,3 +244,34 @@ def test_prometheus_scrapes_the_placement_efficiency(
         check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+# Panels whose empty result is the healthy state (no handler raised).
+MAY_BE_EMPTY = ("fabricfit_reconcile_errors_total",)
+
+
+def assert_every_dashboard_query_returns_data(url: str, namespace: str, name: str) -> None:
+    """Each query of the chart's dashboard, with the variables set to the placed job, returns at
+    least one series from the real Prometheus (only error panels may show nothing)."""
+    board = dashboard(render())
+    variables = {
+        "$__rate_interval": "1m",
+        "$namespace": namespace,
+        "$topology": name,
+        "$gpus_per_pod": "8",
+    }
+    empty = []
+    for panel in board["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"]
+            for variable, value in variables.items():
+                expr = expr.replace(variable, value)
+            if any(metric in expr for metric in MAY_BE_EMPTY):
+                continue
+            if not wait_for(lambda e=expr: query(url, e) or None, timeout_seconds=30, what=expr):
+                empty.append(f"{panel['title']}: {expr}")
+    assert empty == []
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            metric = variable["query"]["query"].split("(", 1)[1].split(",", 1)[0].split("{")[0]
+            assert query(url, f'{metric}{{namespace="{namespace}"}}'), variable["name"]

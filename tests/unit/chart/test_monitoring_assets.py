@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fabricfit.metrics import EXPORTED_NAMES
-from unit.chart.rendering import CHART, dashboard, render, rule_groups
+from unit.chart.rendering import CHART, dashboard, one, render, rule_groups
 
 MONITORING = CHART / "ci" / "monitoring-values.yaml"
 KEYWORDS = {"and", "or", "unless", "bool", "offset", "group_left", "group_right", "inf", "nan"}
@@ -254,3 +254,65 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
 
 def groups_rules(group: dict[str, Any]) -> list[dict[str, Any]]:
     return list(group["rules"])
+
+
+def test_service_monitor_keeps_the_job_namespace_label() -> None:
+    (endpoint,) = one(render(MONITORING), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is True
+    relabel = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}
+    objects = render(
+        None,
+        "metrics.serviceMonitor.enabled=true",
+        "metrics.serviceMonitor.honorLabels=false",
+        "metrics.serviceMonitor.relabelings[0].sourceLabels[0]=__meta_kubernetes_pod_node_name",
+        "metrics.serviceMonitor.relabelings[0].targetLabel=node",
+    )
+    (endpoint,) = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is False and endpoint["relabelings"] == [relabel]
+
+
+def test_dashboard_lands_where_the_grafana_sidecar_looks() -> None:
+    config_map = one(render(), "ConfigMap")
+    assert config_map["metadata"]["namespace"] == "ops"
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    moved = one(
+        render(
+            None,
+            "grafana.dashboards.namespace=monitoring",
+            "grafana.dashboards.labels.grafana_dashboard=null",
+            "grafana.dashboards.labels.team-dashboards=fabricfit",
+        ),
+        "ConfigMap",
+    )
+    assert moved["metadata"]["namespace"] == "monitoring"
+    assert moved["metadata"]["labels"]["team-dashboards"] == "fabricfit"
+    assert "grafana_dashboard" not in moved["metadata"]["labels"]
+
+
+def test_jobs_table_names_every_column() -> None:
+    (table,) = [p for p in dashboard(render())["panels"] if p["type"] == "table"]
+    refs = [t["refId"] for t in table["targets"]]
+    organize = next(t for t in table["transformations"] if t["id"] == "organize")["options"]
+    renamed = organize["renameByName"]
+    assert {f"Value #{ref}" for ref in refs} | {"namespace", "name"} == set(renamed)
+    assert all("Value" not in title for title in renamed.values())
+    units = {o["matcher"]["options"] for o in table["fieldConfig"]["overrides"]}
+    assert units == {renamed[f"Value #{ref}"] for ref in refs}
+    # One row per job: every query keeps exactly the job's labels.
+    assert all(t["expr"].startswith("sum by (namespace, name) (") for t in table["targets"])
+
+
+def test_step_time_is_shown_per_job() -> None:
+    board = dashboard(render())
+    panels = [
+        p
+        for p in board["panels"]
+        if any("fabricfit_predicted_step_comm_seconds" in t["expr"] for t in p.get("targets", []))
+        and p["type"] == "timeseries"
+    ]
+    assert panels
+    for panel in panels:
+        assert panel["repeat"] == "topology"
+        assert panel["fieldConfig"]["defaults"]["custom"]["stacking"]["mode"] == "none"
+        for target in panel["targets"]:
+            assert 'name="$topology"' in target["expr"], target["expr"]
