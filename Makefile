@@ -64,7 +64,7 @@ bench: venv
 
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml
-	cp crds/trainingtopologies.fabricfit.dev.yaml charts/fabricfit/crds/
+	cp crds/trainingtopologies.fabricfit.dev.yaml charts/fabricfit/files/crds/
 
 # Plain manifests for users without helm, rendered from the chart (a test checks they match).
 deploy: cluster-build

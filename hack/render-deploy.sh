@@ -29,7 +29,10 @@ metadata:
   labels:
     pod-security.kubernetes.io/enforce: restricted
 HEADER
-  "$helm" template fabricfit "$root/charts/fabricfit" --namespace fabricfit
+  # The CRD comes from crds/ and plain manifests have no hooks (kubectl would run the
+  # uninstall Job at once): run `fabricfit release --all` by hand before deleting these.
+  "$helm" template fabricfit "$root/charts/fabricfit" --namespace fabricfit \
+    --kube-version "$KUBERNETES_VERSION" --set crds.install=false --set cleanup.enabled=false
 }
 
 case "${1:-}" in

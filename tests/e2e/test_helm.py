@@ -8,7 +8,6 @@ The session operator (admin credentials) is stopped meanwhile so that only the S
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import subprocess
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from helpers.accounts import sa_kubeconfig
 from helpers.cluster import (
     TT,
     condition,
@@ -95,7 +95,8 @@ def release(
     base = [helm(), "--kubeconfig", str(kubeconfig), "--namespace", namespace]
     sets = [arg for value in INSTALL_VALUES for arg in ("--set", value)]
     installed = subprocess.run(
-        [*base, "install", name, str(CHART), "--create-namespace", *sets],
+        # --take-ownership: the session's CRD was applied from crds/, outside any release.
+        [*base, "install", name, str(CHART), "--create-namespace", "--take-ownership", *sets],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
@@ -110,7 +111,9 @@ def release(
             "objects": [d for d in yaml.safe_load_all(manifest) if d],
         }
     finally:
-        subprocess.run([*base, "uninstall", name, "--wait"], capture_output=True, check=False)
+        # No hooks: kwok cannot run the cleanup Job's container (test_upgrade runs its command).
+        subprocess.run([*base, "uninstall", name, "--wait", "--no-hooks"],
+                       capture_output=True, check=False)  # fmt: skip
         subprocess.run([*kubectl, "delete", "namespace", namespace, "--wait=false"],
                        capture_output=True, check=False)  # fmt: skip
 
@@ -119,6 +122,7 @@ def test_install_creates_every_object(release: dict[str, Any], kubectl: list[str
     objects = release["objects"]
     kinds = {o["kind"] for o in objects}
     assert kinds == {
+        "CustomResourceDefinition",
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
@@ -148,35 +152,6 @@ def test_install_creates_every_object(release: dict[str, Any], kubectl: list[str
     )
     assert crd.returncode == 0
     assert "kubectl get tt -A" in release["notes"]
-
-
-def sa_kubeconfig(admin: Path, core: Any, namespace: str, account: str, out: Path) -> Path:
-    """A kubeconfig for ``account`` with a bearer token from the TokenRequest API."""
-    request = {"spec": {"expirationSeconds": 3600}}
-    token = core.create_namespaced_service_account_token(account, namespace, request).status.token
-    config = yaml.safe_load(admin.read_text())
-    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
-    cluster = next(c for c in config["clusters"] if c["name"] == context["context"]["cluster"])
-    server = cluster["cluster"]["server"]
-    ca = cluster["cluster"].get("certificate-authority-data")
-    if ca is None:
-        ca = base64.b64encode(Path(cluster["cluster"]["certificate-authority"]).read_bytes())
-        ca = ca.decode()
-    out.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {"name": "c", "cluster": {"server": server, "certificate-authority-data": ca}}
-                ],
-                "users": [{"name": account, "user": {"token": token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "c", "user": account}}],
-                "current-context": "sa",
-            }
-        )
-    )
-    return out
 
 
 def chart_flags(release: dict[str, Any]) -> list[str]:

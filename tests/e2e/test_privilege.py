@@ -35,7 +35,7 @@ from helpers.cluster import (
 from helpers.operator import OperatorProcess
 from helpers.reliability import MeteredOperator, audit_events, audit_offset, state_directory
 from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm
+from unit.chart.rendering import CHART, helm, is_hook, kube_version
 
 Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 # Grants no scenario here can use, and why.
@@ -108,12 +108,13 @@ def chart_identity(
     """The chart's ServiceAccount and RBAC (default values: cluster-wide), applied alone."""
     release, ns = f"priv{uuid.uuid4().hex[:5]}", f"priv-{uuid.uuid4().hex[:6]}"
     out = subprocess.run(
-        [helm(), "template", release, str(CHART), "--namespace", ns],
+        [helm(), "template", release, str(CHART), "--namespace", ns,
+         "--kube-version", kube_version()],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     objects = [d for d in yaml.safe_load_all(out) if d]
     kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
-    rbac = [o for o in objects if o["kind"] in kinds]
+    rbac = [o for o in objects if o["kind"] in kinds and not is_hook(o)]
     core.create_namespace({"metadata": {"name": ns}})
     manifest = tmp_path / "rbac.yaml"
     manifest.write_text(yaml.safe_dump_all(rbac))

@@ -24,6 +24,8 @@ LABEL_FABRIC: Final = LABEL_PREFIX + "fabric"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 
+# Finalizer on every TrainingTopology, so deletion releases its GPUs and ungates its pods.
+FINALIZER: Final = "fabricfit.dev/finalizer"
 # Scheduling gate fabricfit puts on pod templates in `pinned` mode.
 SCHEDULING_GATE: Final = "fabricfit.dev/placement"
 # Pod-template label naming the TrainingTopology that placed the pods (the rail-group pod

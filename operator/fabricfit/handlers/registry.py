@@ -18,7 +18,7 @@ from typing import Any
 import kopf
 
 from fabricfit import __version__
-from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
+from fabricfit.api.constants import FINALIZER, GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
 from fabricfit.kube.rest import Rest, load_credentials
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.reconcile import service
@@ -27,7 +27,6 @@ from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
 from fabricfit.reconcile.observe import Observer, timed
 
-FINALIZER = "fabricfit.dev/finalizer"
 Index = Mapping[Any, Any]
 INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
 logger = logging.getLogger(__name__)

@@ -23,7 +23,18 @@ def helm() -> str:
     return str(path)
 
 
+def kube_version() -> str:
+    """The pinned Kubernetes version (hack/versions.env): what `helm template` and `helm lint`
+    check the chart's kubeVersion against (a helm built without release ldflags says 1.20)."""
+    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
+        if line.startswith("KUBERNETES_VERSION="):
+            return line.split("=", 1)[1].strip()
+    raise AssertionError("KUBERNETES_VERSION missing from hack/versions.env")
+
+
 def run_helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    if args and args[0] in {"template", "lint"} and "--kube-version" not in args:
+        args = (*args, "--kube-version", kube_version())
     return subprocess.run([helm(), *args], capture_output=True, text=True, check=check)
 
 
@@ -32,15 +43,22 @@ def render(
     *sets: str,
     release: str = "ff",
     namespace: str = "ops",
+    hooks: bool = False,
 ) -> list[dict[str, Any]]:
-    """The chart's objects for ``values`` (a file) and ``--set`` expressions."""
+    """The chart's objects for ``values`` (a file) and ``--set`` expressions; Helm hooks only
+    when ``hooks``."""
     args = ["template", release, str(CHART), "--namespace", namespace]
     if values is not None:
         args += ["-f", str(values)]
     for expr in sets:
         args += ["--set", expr]
     out = run_helm(*args).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+    return [d for d in yaml.safe_load_all(out) if d and (hooks or not is_hook(d))]
+
+
+def is_hook(obj: dict[str, Any]) -> bool:
+    """A Helm hook (the uninstall cleanup): not part of the installed release."""
+    return "helm.sh/hook" in ((obj.get("metadata") or {}).get("annotations") or {})
 
 
 def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

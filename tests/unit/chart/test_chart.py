@@ -66,7 +66,7 @@ def test_helm_lint_strict(values: Path | None) -> None:
 
 @pytest.mark.parametrize("values", VALUE_FILES, ids=values_id)
 def test_rendered_objects_pass_strict_kubernetes_schemas(values: Path | None) -> None:
-    objects = render(values)
+    objects = render(values, hooks=True)
     assert objects
     for obj in objects:
         if obj["kind"] in MONITORING_KINDS:
@@ -210,7 +210,7 @@ def test_service_selects_the_operator_pod() -> None:
 def test_bring_your_own_account_renders_no_rbac() -> None:
     objects = render(CHART / "ci" / "minimal-values.yaml")
     kinds = {o["kind"] for o in objects}
-    assert kinds == {"Deployment", "Service"}
+    assert kinds == {"Deployment", "Service", "CustomResourceDefinition"}
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "fabricfit-operator"
     assert pod["imagePullSecrets"] == [{"name": "regcred"}]
@@ -254,11 +254,11 @@ def test_every_top_level_value_is_documented() -> None:
 
 
 def test_chart_crds_are_the_top_level_crds() -> None:
-    top, chart = ROOT / "crds", CHART / "crds"
+    top, chart = ROOT / "crds", CHART / "files" / "crds"
     names = sorted(p.name for p in top.glob("*.yaml"))
     assert names == sorted(p.name for p in chart.glob("*.yaml"))
     mismatch = filecmp.cmpfiles(top, chart, names, shallow=False)[1:]
-    assert mismatch == ([], []), f"charts/fabricfit/crds differs from crds/: {mismatch}"
+    assert mismatch == ([], []), f"charts/fabricfit/files/crds differs from crds/: {mismatch}"
 
 
 def test_deploy_manifests_do_not_drift_from_the_chart() -> None:
@@ -276,3 +276,49 @@ def test_deploy_manifests_do_not_drift_from_the_chart() -> None:
         "fabricfit",
         None,
     }
+
+
+def test_helm_installs_and_upgrades_the_generated_crd_and_keeps_it_on_uninstall() -> None:
+    generated = yaml.safe_load(
+        (ROOT / "crds" / "trainingtopologies.fabricfit.dev.yaml").read_text()
+    )
+    crd = one(render(), "CustomResourceDefinition")
+    assert crd["spec"] == generated["spec"]
+    assert crd["metadata"]["name"] == generated["metadata"]["name"]
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert crd["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    assert not (CHART / "crds").exists(), "Helm never upgrades crds/: the CRD is a template"
+    assert not of_kind(render(None, "crds.install=false"), "CustomResourceDefinition")
+    unkept = one(render(None, "crds.keep=false"), "CustomResourceDefinition")
+    assert "annotations" not in unkept["metadata"]
+
+
+def test_chart_states_the_kubernetes_versions_it_needs() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == ">=1.30.0-0"
+    old = run_helm("template", "ff", str(CHART), "--kube-version", "v1.29.4", check=False)
+    assert old.returncode != 0 and "kubeVersion" in old.stderr
+
+
+def test_uninstall_hook_releases_everything_with_only_what_it_needs() -> None:
+    hooks = [o for o in render(hooks=True) if o["metadata"].get("annotations", {}).get(
+        "helm.sh/hook")]  # fmt: skip
+    assert {o["kind"] for o in hooks} == {
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"
+    }  # fmt: skip
+    for obj in hooks:
+        annotations = obj["metadata"]["annotations"]
+        assert annotations["helm.sh/hook"] == "post-delete"
+        assert "hook-succeeded" in annotations["helm.sh/hook-delete-policy"]
+    job = one(hooks, "Job")
+    weights = {o["kind"]: int(o["metadata"]["annotations"]["helm.sh/hook-weight"]) for o in hooks}
+    assert all(w < weights["Job"] for k, w in weights.items() if k != "Job")  # RBAC first
+    (release,) = job["spec"]["template"]["spec"]["containers"]
+    assert release["command"] + release["args"] == ["fabricfit", "release", "--all"]
+    assert job["spec"]["template"]["spec"]["serviceAccountName"] == one(
+        hooks, "ServiceAccount")["metadata"]["name"]  # fmt: skip
+    rules = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in one(
+        hooks, "ClusterRole")["rules"]}  # fmt: skip
+    assert rules == {("fabricfit.dev", "trainingtopologies"): ["list", "patch"],
+                     ("", "pods"): ["list", "patch"]}  # fmt: skip
+    assert not [o for o in render(None, "cleanup.enabled=false", hooks=True) if o["kind"] == "Job"]

@@ -1,0 +1,170 @@
+"""``fabricfit release``: let go of everything fabricfit holds, for uninstall or a dead operator.
+
+fabricfit puts a finalizer on every TrainingTopology and a scheduling gate on every pod it pins.
+Without a running operator neither goes away: deleting a TrainingTopology hangs and gated pods
+never schedule. ``release`` removes both (TrainingTopologies keep their status; pods are left to
+kube-scheduler wherever their own constraints allow) and prints what it released. The chart
+runs it as a post-delete hook; people run it when the operator is gone for good.
+
+Each removal is one JSON Patch guarded by a ``test`` of the entry it removes, so a concurrent
+change fails that patch instead of removing somebody else's finalizer or gate. An operator that
+is still stopping may put a finalizer back: the command looks again after ``--settle-seconds``
+and repeats until a pass finds nothing (at most ``MAX_PASSES`` passes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricfit.api.constants import FINALIZER, GROUP, PLURAL, VERSION
+from fabricfit.cli.common import EXIT_OK, Parser, UsageError, one_line
+
+MAX_PASSES = 5
+EXIT_INTERNAL = 3
+
+
+@dataclass
+class Released:
+    """What was let go, as ``namespace/name``."""
+
+    topologies: list[str] = field(default_factory=list)
+    pods: list[str] = field(default_factory=list)
+
+
+def configure(parser: Parser) -> None:
+    scope = parser.add_mutually_exclusive_group(required=True)
+    scope.add_argument(
+        "-A", "--all", action="store_true", help="release in every namespace (uninstall)"
+    )
+    scope.add_argument(
+        "-n", "--namespace", action="append", default=[], metavar="NS", help="only NS (repeatable)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print what would be released")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="wait S seconds, then look again (an operator still stopping may re-add)",
+    )
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: usual)")
+
+
+def finalizer_patch(obj: Mapping[str, Any], finalizer: str = FINALIZER) -> list[dict[str, Any]]:
+    """JSON Patch removing ``finalizer`` (guarded by a test of its index); [] when absent."""
+    finalizers = (obj.get("metadata") or {}).get("finalizers") or []
+    if finalizer not in finalizers:
+        return []
+    path = f"/metadata/finalizers/{finalizers.index(finalizer)}"
+    return [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}]
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.settle_seconds < 0:
+        raise UsageError("--settle-seconds must not be negative")
+    namespaces: Sequence[str | None] = [None] if args.all else list(args.namespace)
+    try:
+        released = asyncio.run(_release_all(args, namespaces))
+    except Exception as err:  # ApiError, bad credentials, unreachable cluster
+        print(one_line(f"fabricfit release: {type(err).__name__}: {err}"), file=sys.stderr)
+        return EXIT_INTERNAL
+    _report(released, dry_run=args.dry_run, as_json=args.json)
+    return EXIT_OK
+
+
+async def _release_all(args: argparse.Namespace, namespaces: Sequence[str | None]) -> Released:
+    from fabricfit.kube.rest import Rest, load_credentials
+
+    rest = Rest(load_credentials(args.kubeconfig))
+    try:
+        return await release_everything(
+            rest, namespaces, dry_run=args.dry_run, settle_seconds=args.settle_seconds
+        )
+    finally:
+        await rest.close()
+
+
+async def release_everything(
+    rest: Any, namespaces: Sequence[str | None], *, dry_run: bool, settle_seconds: float
+) -> Released:
+    """Pass after pass until one finds nothing to release (or ``MAX_PASSES``)."""
+    released = Released()
+    for _ in range(MAX_PASSES):
+        found = await _release_once(rest, namespaces, dry_run=dry_run)
+        released.topologies += found.topologies
+        released.pods += found.pods
+        if dry_run or not (found.topologies or found.pods):
+            break
+        await asyncio.sleep(settle_seconds)
+    return released
+
+
+async def _release_once(rest: Any, namespaces: Sequence[str | None], *, dry_run: bool) -> Released:
+    from fabricfit.kube.rest import path_for
+    from fabricfit.render.pods import build_ungate_patch
+
+    found = Released()
+    for namespace in namespaces:
+        tt_path = path_for(f"{GROUP}/{VERSION}", PLURAL, namespace)
+        for tt in await rest.list(tt_path):
+            patch = finalizer_patch(tt)
+            if patch and await _apply(rest, tt, f"{GROUP}/{VERSION}", PLURAL, patch, dry_run):
+                found.topologies.append(name_of(tt))
+        for pod in await rest.list(path_for("v1", "pods", namespace)):
+            patch = build_ungate_patch(pod)
+            if patch and await _apply(rest, pod, "v1", "pods", patch, dry_run):
+                found.pods.append(name_of(pod))
+    return found
+
+
+async def _apply(
+    rest: Any,
+    obj: Mapping[str, Any],
+    api_version: str,
+    plural: str,
+    patch: list[dict[str, Any]],
+    dry_run: bool,
+) -> bool:
+    """Patch ``obj``; False when it changed or vanished underneath (the next pass looks again)."""
+    from fabricfit.kube.rest import ApiError, path_for
+
+    if dry_run:
+        return True
+    meta = obj.get("metadata") or {}
+    path = path_for(api_version, plural, meta.get("namespace"), meta.get("name"))
+    try:
+        await rest.patch(path, patch, "json")
+    except ApiError as err:
+        if err.status not in (404, 409, 422):
+            raise
+        return False
+    return True
+
+
+def _report(released: Released, *, dry_run: bool, as_json: bool) -> None:
+    if as_json:
+        body = {
+            "dryRun": dry_run,
+            "topologies": list(dict.fromkeys(released.topologies)),
+            "pods": list(dict.fromkeys(released.pods)),
+        }
+        print(json.dumps(body))
+        return
+    verb = "would release" if dry_run else "released"
+    for name in released.topologies:
+        print(f"{verb} TrainingTopology {name}: finalizer {FINALIZER} removed")
+    for name in released.pods:
+        print(f"{verb} Pod {name}: scheduling gate removed")
+    print(f"{verb} {len(released.topologies)} TrainingTopologies and {len(released.pods)} pods")
