@@ -89,3 +89,12 @@ patches the workloads (get, patch), and kopf posts Events (create).
   resources: ["events"]
   verbs: ["create"]
 {{- end }}
+
+{{/* Operator replicas: the value, else 2 with peering (a standby), else 1. */}}
+{{- define "fabricfit.replicas" -}}
+{{- if kindIs "invalid" .Values.replicas }}
+{{- ternary 2 1 .Values.peering.enabled }}
+{{- else }}
+{{- .Values.replicas }}
+{{- end }}
+{{- end }}

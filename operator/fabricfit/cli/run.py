@@ -3,7 +3,9 @@
 Watches TrainingTopologies (and the pods of their workloads) in all namespaces or the listed
 ones, plus nodes; serves a liveness endpoint and Prometheus metrics (``--metrics-port``).
 Standalone by default (one replica, Recreate);
-``--peering NAME`` joins a kopf peering group so that only the highest-priority replica acts.
+``--peering NAME`` joins a kopf peering group so that only the highest-priority replica acts
+(``--priority oldest``: the longest-running one; see ``kube/peering.py``). The peering object is
+created at startup when missing.
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import TYPE_CHECKING, Any
 
 from fabricfit.api.constants import FABRIC_PRESETS, LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
+from fabricfit.kube.peering import parse_priority
+
+if TYPE_CHECKING:
+    import kopf
 
 
 def configure(parser: Parser) -> None:
@@ -33,7 +40,12 @@ def configure(parser: Parser) -> None:
     peers = parser.add_mutually_exclusive_group()
     peers.add_argument("--standalone", action="store_true", help="no peering (default)")
     peers.add_argument("--peering", metavar="NAME", help="join the kopf peering group NAME")
-    parser.add_argument("--priority", type=int, default=0, help="peering priority (highest acts)")
+    parser.add_argument(
+        "--priority",
+        default="0",
+        metavar="N|oldest",
+        help="peering priority (highest acts); 'oldest': the longest-running replica acts",
+    )
     parser.add_argument(
         "--liveness",
         default="http://0.0.0.0:8080/healthz",
@@ -74,6 +86,10 @@ def execute(args: argparse.Namespace) -> int:
         raise UsageError("--metrics-port must be 0 (off) or a TCP port")
     if args.resync_seconds <= 0:
         raise UsageError("--resync-seconds must be positive")
+    try:
+        priority = parse_priority(args.priority)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -87,14 +103,36 @@ def execute(args: argparse.Namespace) -> int:
     if args.kubeconfig:  # kopf's own login reads $KUBECONFIG
         os.environ["KUBECONFIG"] = args.kubeconfig
     registry = build_registry(config, kubeconfig=args.kubeconfig, metrics_port=args.metrics_port)
+    if args.peering is not None:
+        add_peering_startup(registry, args.peering, tuple(args.namespace), args.kubeconfig)
     kopf.run(
         registry=registry,
         clusterwide=not args.namespace,
         namespaces=args.namespace,
         standalone=args.peering is None,
         peering_name=args.peering,
-        priority=args.priority,
+        priority=priority,
         liveness_endpoint=args.liveness or None,
         memo=kopf.Memo(),
     )
     return EXIT_OK
+
+
+def add_peering_startup(
+    registry: kopf.OperatorRegistry, name: str, namespaces: tuple[str, ...], kubeconfig: str | None
+) -> None:
+    """A startup handler: a short peering lifetime and the peering object, created if absent."""
+    import kopf
+
+    from fabricfit.kube.peering import PEERING_LIFETIME_SECONDS, ensure_peering
+    from fabricfit.kube.rest import Rest, load_credentials
+
+    @kopf.on.startup(registry=registry, id="peering")
+    async def peering(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
+        settings.peering.lifetime = PEERING_LIFETIME_SECONDS
+        rest = Rest(load_credentials(kubeconfig))
+        try:
+            for created in await ensure_peering(rest, name, namespaces):
+                logger.info("created the peering object %s", created)
+        finally:
+            await rest.close()

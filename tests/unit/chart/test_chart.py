@@ -33,6 +33,10 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
 }
 
 
+# kopf lists, watches and patches the peering object; the operator gets and creates it.
+PEERING_VERBS = {"get", "list", "watch", "patch", "create"}
+
+
 def values_id(path: Path | None) -> str:
     return "default" if path is None else path.name
 
@@ -101,7 +105,8 @@ def test_pod_meets_restricted_pod_security(values: Path | None) -> None:
     assert security["seccompProfile"] == {"type": "RuntimeDefault"}
     assert not security.get("privileged")
     assert main["resources"]["requests"]["cpu"] and main["resources"]["limits"]["memory"]
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    if operator_args(objects).peering is None:
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     assert "readinessProbe" not in main
     probe = main["livenessProbe"]["httpGet"]
     assert probe == {"path": "/healthz", "port": "healthz"}
@@ -157,14 +162,14 @@ def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
     for role in roles:
         assert rules_of(role) == {
             **namespaced,
-            ("kopf.dev", "kopfpeerings"): {"list", "watch", "patch"},
+            ("kopf.dev", "kopfpeerings"): PEERING_VERBS,
         }
     bindings = of_kind(objects, "RoleBinding")
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
     assert all(b["subjects"][0]["namespace"] == "ops" for b in bindings)
     args = operator_args(objects)
     assert args.namespace == ["team-a", "team-b"] and not args.all_namespaces
-    assert (args.peering, args.priority) == ("fabricfit", 10)
+    assert (args.peering, args.priority) == ("fabricfit", "10")
     assert (args.fabric, args.label_scheme, args.resync_seconds) == ("gb200-nvl72", "topograph", 30)
     assert args.verbose
     assert one(objects, "Deployment")["spec"]["replicas"] == 2
@@ -172,7 +177,7 @@ def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
 
 def test_cluster_wide_peering_grants_cluster_peerings() -> None:
     role = one(render(None, "peering.enabled=true"), "ClusterRole")
-    assert rules_of(role)[("kopf.dev", "clusterkopfpeerings")] == {"list", "watch", "patch"}
+    assert rules_of(role)[("kopf.dev", "clusterkopfpeerings")] == PEERING_VERBS
 
 
 def test_monitoring_objects_are_off_by_default_and_on_when_asked() -> None:
@@ -322,3 +327,38 @@ def test_uninstall_hook_releases_everything_with_only_what_it_needs() -> None:
     assert rules == {("fabricfit.dev", "trainingtopologies"): ["list", "patch"],
                      ("", "pods"): ["list", "patch"]}  # fmt: skip
     assert not [o for o in render(None, "cleanup.enabled=false", hooks=True) if o["kind"] == "Job"]
+
+
+def test_peering_runs_two_replicas_that_never_act_together() -> None:
+    objects = render(None, "peering.enabled=true")
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    args = operator_args(objects)
+    assert (args.peering, args.priority, args.standalone) == ("fabricfit", "oldest", False)
+    budget = one(objects, "PodDisruptionBudget")
+    assert budget["spec"]["minAvailable"] == 1
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    spread = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    term = spread["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    crds = {c["spec"]["names"]["kind"]: c for c in of_kind(objects, "CustomResourceDefinition")}
+    assert crds["ClusterKopfPeering"]["spec"]["scope"] == "Cluster"
+    assert crds["KopfPeering"]["spec"]["scope"] == "Namespaced"
+    for crd in (crds["ClusterKopfPeering"], crds["KopfPeering"]):
+        status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+        assert status["x-kubernetes-preserve-unknown-fields"] is True
+    without = render(None, "peering.enabled=true", "peering.installCRDs=false")
+    assert len(of_kind(without, "CustomResourceDefinition")) == 1  # only TrainingTopology
+
+
+def test_standalone_has_one_replica_and_no_budget() -> None:
+    objects = render()
+    assert one(objects, "Deployment")["spec"]["replicas"] == 1
+    assert not of_kind(objects, "PodDisruptionBudget")
+    assert "affinity" not in one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert operator_args(objects).standalone

@@ -1,0 +1,159 @@
+"""High availability: two replicas with the chart's peering settings (``--priority oldest``, the
+peering CRDs from the chart, the peering object created by the operator itself). The active
+replica is killed (SIGKILL, no goodbye) in the middle of a burst; the standby takes over and
+finishes the burst: every job placed, no GPU double-booked, no pod pinned twice.
+
+Prints the takeover time (kill → the standby resumes) and the time from the kill to the last job
+Placed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from helpers.cluster import TT, indexed_job, make_pool, planned, topology, wait_bound
+from helpers.operator import OperatorProcess
+from helpers.reliability import (
+    MeteredOperator,
+    audit_events,
+    audit_offset,
+    by_operator,
+    gpus_in_use,
+    state_directory,
+)
+from helpers.waiting import wait_for
+from unit.chart.rendering import of_kind, render
+
+BURST_JOBS = 24
+KILL_AFTER_PLACED = 8
+
+
+def placed(custom: Any, ns: str) -> set[str]:
+    items = custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"]
+    return {
+        tt["metadata"]["name"]
+        for tt in items
+        for c in (tt.get("status") or {}).get("conditions") or []
+        if c["type"] == "Placed" and c["status"] == "True"
+    }
+
+
+def apply_peering_crds(kubectl: list[str], tmp: Path) -> None:
+    crds = [
+        c
+        for c in of_kind(render(None, "peering.enabled=true"), "CustomResourceDefinition")
+        if c["spec"]["group"] == "kopf.dev"
+    ]
+    manifest = tmp / "peering-crds.yaml"
+    manifest.write_text(yaml.safe_dump_all(crds))
+    subprocess.run([*kubectl, "apply", "-f", str(manifest)], check=True, capture_output=True)
+    subprocess.run(
+        [*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
+         *(f"crd/{c['metadata']['name']}" for c in crds)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def peers_of(kubectl: list[str], name: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [*kubectl, "get", "clusterkopfpeering", name, "-o", "json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return dict(json.loads(out.stdout).get("status") or {}) if out.returncode == 0 else {}
+
+
+def pins_per_pod(offset: int, namespace: str) -> Counter[str]:
+    """Successful pod PATCHes by the operator since ``offset``, per pod of ``namespace``."""
+    directory = state_directory()
+    assert directory is not None
+    pins: Counter[str] = Counter()
+    for event in audit_events(directory, offset):
+        ref = event.get("objectRef") or {}
+        if (
+            event.get("verb") == "patch"
+            and ref.get("resource") == "pods"
+            and not ref.get("subresource")
+            and ref.get("namespace") == namespace
+            and by_operator(event)
+            and 200 <= int((event.get("responseStatus") or {}).get("code") or 0) < 300
+        ):
+            pins[ref["name"]] += 1  # fmt: skip
+    return pins
+
+
+def test_standby_takes_over_when_the_active_replica_is_killed_mid_burst(
+    operator: OperatorProcess,
+    kubeconfig: Path,
+    kubectl: list[str],
+    core: Any,
+    custom: Any,
+    batch: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    nodes = {n["metadata"]["name"] for n in make_pool(core, "ha64", nodes_per_rail_group=16,
+                                                        rail_groups_per_spine=4)}  # fmt: skip
+    apply_peering_crds(kubectl, tmp_path)
+    name = f"ha-{uuid.uuid4().hex[:6]}"
+    directory = state_directory()
+    offset = audit_offset(directory) if directory else 0
+    operator.stop()  # the session's standalone operator would act regardless of peering
+    peering = ("--peering", name, "--priority", "oldest")
+    active = MeteredOperator(kubeconfig, tmp_path / "active", *peering)
+    standby = MeteredOperator(kubeconfig, tmp_path / "standby", *peering)
+    try:
+        active.start()
+        standby.start()
+        wait_for(lambda: len(peers_of(kubectl, name)) == 2, 60, what="both replicas peered")
+        rng = random.Random(14)
+        sizes = [rng.choice([1, 2, 2, 4]) for _ in range(BURST_JOBS)]
+        assert sum(sizes) <= len(nodes)
+        for i, pods in enumerate(sizes):
+            batch.create_namespaced_job(namespace, indexed_job(f"h{i}", pods, "ha64"))
+            custom.create_namespaced_custom_object(
+                *TT[:2], namespace, TT[2], topology(f"h{i}", f"h{i}", {"tensor": 8, "data": pods})
+            )
+        wait_for(lambda: len(placed(custom, namespace)) >= KILL_AFTER_PLACED, 120, 0.2,
+                 what=f"{KILL_AFTER_PLACED} jobs placed by the active replica")  # fmt: skip
+        assert not standby.requests(), f"the standby acted: {standby.requests()}"
+        before_kill = len(placed(custom, namespace))
+        killed_at = time.monotonic()
+        active.stop(signal.SIGKILL)
+        wait_for(lambda: "Resuming operations" in standby.logs(), 90, 0.1, what="takeover")
+        takeover_seconds = time.monotonic() - killed_at
+        wait_for(lambda: len(placed(custom, namespace)) == BURST_JOBS, 180, 0.5,
+                 what="the standby to finish the burst")  # fmt: skip
+        finish_seconds = time.monotonic() - killed_at
+
+        used = gpus_in_use(core, nodes)
+        assert all(v <= 8 for v in used.values()), f"GPUs double-booked: {used}"
+        assert sum(used.values()) == 8 * sum(sizes)
+        for i, pods in enumerate(sizes):
+            tt = custom.get_namespaced_custom_object(*TT[:2], namespace, TT[2], f"h{i}")
+            bound = wait_bound(core, namespace, f"h{i}", pods)
+            assert [bound[k].spec.node_name for k in sorted(bound)] == planned(tt)
+        if directory is not None:
+            pins = pins_per_pod(offset, namespace)
+            assert pins and max(pins.values()) == 1, pins.most_common(3)
+        assert any(k[0] == "PATCH" for k in standby.requests())
+        print(
+            f"\n[ha] killed the active replica with {before_kill}/{BURST_JOBS} jobs placed; "
+            f"standby resumed after {takeover_seconds:.1f} s, burst finished "
+            f"{finish_seconds:.1f} s after the kill"
+        )
+    finally:
+        active.stop()
+        standby.stop()
+        subprocess.run([*kubectl, "delete", "clusterkopfpeering", name],
+                       capture_output=True, check=False)  # fmt: skip
+        operator.start()
