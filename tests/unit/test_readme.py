@@ -1,4 +1,4 @@
-"""Every `fabricfit plan|cost` command shown in the README runs and succeeds."""
+"""Every `fabricfit plan|cost|inspect` command shown in the README runs and succeeds."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def readme_commands() -> list[str]:
     blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
     lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
-    return [line for line in lines if line.startswith(("fabricfit plan", "fabricfit cost"))]
+    return [line for line in lines if line.startswith(("fabricfit plan", "fabricfit cost", "fabricfit inspect"))]
 
 
 def test_readme_shows_offline_examples() -> None:
     commands = readme_commands()
     assert any(c.startswith("fabricfit plan") for c in commands)
     assert any(c.startswith("fabricfit cost") for c in commands)
+    assert any(c.startswith("fabricfit inspect") for c in commands)
 
 
 @pytest.mark.parametrize("command", readme_commands())

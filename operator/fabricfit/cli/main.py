@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "plan": "plan a placement offline from a node dump and a TrainingTopology",
     "cost": "predict the time of one collective on a fabric preset",
     "crd": "print the TrainingTopology CRD generated from the models",
+    "inspect": "show the topology tiers fabricfit detects in a node dump",
     "release": "remove fabricfit's finalizers and scheduling gates (uninstall, operator down)",
 }
 DEBUG_VARIABLE = "FABRICFIT_DEBUG"
