@@ -46,6 +46,7 @@ EXPORTED_NAMES: tuple[str, ...] = (
     "fabricfit_step_spine_crossing_bytes",
     "fabricfit_schedulable_gpus",
     "fabricfit_free_gpus",
+    "fabricfit_nodes_without_topology",
     "fabricfit_free_domains",
     "fabricfit_largest_placeable_gpus",
     "fabricfit_largest_placeable_pods",
@@ -150,6 +151,11 @@ class OperatorMetrics:
         self.free_gpus = self._gauge(
             "fabricfit_free_gpus",
             "GPUs free on available nodes, after pods and other plans' reservations.",
+        )
+        self.nodes_without_topology = self._gauge(
+            "fabricfit_nodes_without_topology",
+            "Nodes whose labels name no fabric tier under the operator's label scheme "
+            "(plans treat them as a flat fabric).",
         )
         self.free_domains = self._gauge(
             "fabricfit_free_domains",
@@ -289,6 +295,9 @@ class OperatorMetrics:
             self.largest_gpus.labels(tier.tier).set(tier.largest_free_gpus)
             for size, pods in tier.largest_free_pods.items():
                 self.largest_pods.labels(tier.tier, str(size)).set(pods)
+
+    def set_nodes_without_topology(self, nodes: int) -> None:
+        self.nodes_without_topology.set(nodes)
 
     def serve(self, port: int, address: str = "0.0.0.0") -> Any:
         """Start the /metrics HTTP server in a daemon thread; returns (server, thread)."""

@@ -305,8 +305,13 @@ def test_census_measures_fragmentation_and_drops_vanished_jobs() -> None:
     metrics.set_job(JOB, STATUS)
     observer.census(_views())
     assert value(metrics, "fabricfit_schedulable_gpus") == 256
+    assert value(metrics, "fabricfit_nodes_without_topology") == 0  # fake nodes carry tiers
     assert metrics.jobs() == set()
     assert names_of(metrics, "fabricfit_placement_efficiency_ratio") == []
+    bare = _views()
+    bare.nodes[0]["metadata"]["labels"] = {}
+    observer.census(bare)
+    assert value(metrics, "fabricfit_nodes_without_topology") == 1
 
 
 def test_timed_records_duration_and_error_type() -> None:

@@ -24,6 +24,7 @@ class ConditionType(StrEnum):
     PLANNED = "Planned"
     PLACED = "Placed"
     DEGRADED = "Degraded"
+    TOPOLOGY_DETECTED = "TopologyDetected"
 
 
 class Severity(StrEnum):
@@ -38,6 +39,7 @@ _NORMAL = Severity.NORMAL
 _PLANNED = ConditionType.PLANNED
 _PLACED = ConditionType.PLACED
 _DEGRADED = ConditionType.DEGRADED
+_TOPOLOGY = ConditionType.TOPOLOGY_DETECTED
 
 
 class Reason(StrEnum):
@@ -81,6 +83,9 @@ class Reason(StrEnum):
     NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)
     NODE_UNAVAILABLE = ("NodeUnavailable", _DEGRADED, "True", _WARN)
     NO_HEALTHY_NODE = ("NoHealthyNode", _DEGRADED, "True", _WARN)
+    # TopologyDetected: whether the label scheme finds any fabric tier (else plans are flat)
+    TIERS_FOUND = ("TiersFound", _TOPOLOGY, "True", _NORMAL)
+    NO_TOPOLOGY_LABELS = ("NoTopologyLabels", _TOPOLOGY, "False", _WARN)
 
 
 #: Reasons of ``Planned=False`` that mean "fix the spec" (summary Invalid); any other reason

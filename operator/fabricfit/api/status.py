@@ -75,7 +75,9 @@ class Condition(StatusModel):
     """One condition, in the shape of ``metav1.Condition``."""
 
     type: str = Field(
-        max_length=316, pattern=CONDITION_TYPE_PATTERN, description="Planned, Placed or Degraded."
+        max_length=316,
+        pattern=CONDITION_TYPE_PATTERN,
+        description="Planned, Placed, Degraded or TopologyDetected.",
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
@@ -148,7 +150,7 @@ class TrainingTopologyStatus(StatusModel):
         default=(),
         max_length=MAX_CONDITIONS,
         json_schema_extra=_map_list("type"),
-        description="Planned, Placed and Degraded.",
+        description="Planned, Placed, Degraded and TopologyDetected.",
     )
     summary: Summary = Field(
         default="Pending", description="Pending, Planned, Placed, Degraded, Invalid or Waiting."

@@ -30,6 +30,7 @@ from fabricfit.placement import build_layout, request_from_spec
 from fabricfit.placement.quality import assess_plan, measure_fragmentation
 from fabricfit.reconcile import planning
 from fabricfit.reconcile.context import OperatorState, Views
+from fabricfit.reconcile.detected import detection_of
 from fabricfit.reconcile.evaluation import planned_nodes
 from fabricfit.reconcile.inventory import TopologyKey, holds_of_others
 from fabricfit.reconcile.service import Outcome, key_of
@@ -141,6 +142,8 @@ class Observer:
         snapshot = planning.fresh_snapshot(self.state, views, self.state.config.label_scheme)
         held = holds_of_others(NOBODY, self.state.ledger.merged(views.topologies), views.pods)
         self.metrics.set_fragmentation(measure_fragmentation(snapshot, held))
+        scheme = self.state.config.label_scheme
+        self.metrics.set_nodes_without_topology(len(detection_of(snapshot, scheme).unlabelled))
         for key in self.metrics.jobs() - set(views.topologies):
             self._assessed.pop(key, None)
             self.metrics.forget_job(key)

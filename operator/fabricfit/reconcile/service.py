@@ -38,6 +38,7 @@ from fabricfit.kube.workloads import UnsupportedWorkloadError, patch_pod, read_w
 from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.reconcile import applying, evaluation, planning
 from fabricfit.reconcile.context import OperatorState, Views
+from fabricfit.reconcile.detected import set_topology_condition
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render import policy
@@ -136,6 +137,8 @@ async def _reconcile(
     template = policy.rank_template(ref.kind, workload)
     views = views_of()
     pods = workload_pods(key, ref.kind, workload, views)
+    scheme = planning.scheme_of(spec, state)
+    set_topology_condition(draft, planning.recent_snapshot(state, views_of, scheme), scheme)
     plan, snapshot = await _ensure_plan(status, key, spec, template, pods, state, views_of, draft)
     if workload is None:
         draft.condition(

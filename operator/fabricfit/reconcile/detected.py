@@ -1,0 +1,32 @@
+"""The ``TopologyDetected`` condition: does the label scheme find any fabric tier?
+
+Without tier labels (or with the wrong ``labelScheme``) every node looks like its own island
+in one flat fabric, and plans price as the best case (100% efficient) without a word. The
+reconcile sets ``TopologyDetected`` from the cluster snapshot it already has: True
+(``TiersFound``) naming the tiers, False (``NoTopologyLabels``, a Warning Event) when none. The
+detection walks every node, so it is computed once per snapshot, not once per reconcile.
+"""
+
+from __future__ import annotations
+
+from fabricfit.api.conditions import Reason
+from fabricfit.fabric.detection import Detection, describe, detect_tiers
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.reconcile.draft import StatusDraft
+
+_last: list[tuple[ClusterSnapshot, str, Detection]] = []
+
+
+def detection_of(snapshot: ClusterSnapshot, scheme: str) -> Detection:
+    """``detect_tiers`` of ``snapshot``, reused while the same snapshot object is asked for."""
+    if _last and _last[0][0] is snapshot and _last[0][1] == scheme:
+        return _last[0][2]
+    detection = detect_tiers(snapshot, scheme)
+    _last[:] = [(snapshot, scheme, detection)]
+    return detection
+
+
+def set_topology_condition(draft: StatusDraft, snapshot: ClusterSnapshot, scheme: str) -> None:
+    detection = detection_of(snapshot, scheme)
+    reason = Reason.TIERS_FOUND if detection.found else Reason.NO_TOPOLOGY_LABELS
+    draft.condition(reason, describe(detection))
