@@ -16,7 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def readme_commands() -> list[str]:
     blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
     lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
-    return [line for line in lines if line.startswith(("fabricfit plan", "fabricfit cost", "fabricfit inspect"))]
+    return [
+        line
+        for line in lines
+        if line.startswith(("fabricfit plan", "fabricfit cost", "fabricfit inspect"))
+    ]
 
 
 def test_readme_shows_offline_examples() -> None:

@@ -11,7 +11,7 @@ constructible), so offline callers ask ``rules.violations(spec)``.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
@@ -163,6 +163,11 @@ class PlacementPolicy(SpecModel):
     )
 
 
+def _without_default(schema: dict[str, Any]) -> None:
+    """Drop the default from a field's JSON schema (the CRD then leaves it unset)."""
+    schema.pop("default", None)
+
+
 class TrainingTopologySpec(SpecModel):
     """Spec of a TrainingTopology: which workload, how it is parallelised, and the model."""
 
@@ -172,7 +177,16 @@ class TrainingTopologySpec(SpecModel):
         default=None, description="The workload to place (required by the operator)."
     )
     gpus_per_pod: int = Field(
-        default=8, ge=1, le=MAX_GPUS_PER_POD, description="GPUs each pod requests."
+        default=8,
+        ge=1,
+        le=MAX_GPUS_PER_POD,
+        # No default in the CRD: the operator must see that it was omitted, to take the
+        # workload's GPU request instead (offline, without a workload, 8 applies).
+        json_schema_extra=_without_default,
+        description=(
+            "GPUs each pod requests. When omitted the operator takes the workload's GPU "
+            "request per pod; when given it must equal that request."
+        ),
     )
     parallelism: Parallelism = Field(
         default_factory=Parallelism,

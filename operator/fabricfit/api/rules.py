@@ -78,6 +78,11 @@ def _fits_pod_limit(spec: TrainingTopologySpec) -> bool:
     return spec.world_size <= MAX_PODS * spec.gpus_per_pod
 
 
+def _gpus_per_pod_unset(spec: TrainingTopologySpec) -> bool:
+    """``!has(self.gpusPerPod)``: the operator settles it from the workload, then checks."""
+    return "gpus_per_pod" not in spec.model_fields_set
+
+
 WORKLOAD_REF = (
     Rule(
         "self.kind == 'Pod' || (has(self.name) && size(self.name) > 0)",
@@ -146,19 +151,25 @@ WORKLOAD_REQUIRED = Rule(
 
 SPEC = (
     WORKLOAD_REQUIRED,
+    # Without gpusPerPod the operator takes it from the workload and checks these itself.
     Rule(
-        f"{_TPD} <= {_POD_LIMIT} && {_WORLD} <= {_POD_LIMIT}",
+        f"!has(self.gpusPerPod) || {_TPD} <= {_POD_LIMIT} && {_WORLD} <= {_POD_LIMIT}",
         f"a workload may have at most {MAX_PODS} pods:"
         f" tensor·pipeline·data·context must not exceed {MAX_PODS}·gpusPerPod",
         ".parallelism",
-        holds=_fits_pod_limit,
+        holds=lambda spec: _gpus_per_pod_unset(spec) or _fits_pod_limit(spec),
     ),
     Rule(
-        f"{_TPD} > {_POD_LIMIT} || {_WORLD} > {_POD_LIMIT} || ({_WORLD}) % self.gpusPerPod == 0",
+        f"!has(self.gpusPerPod) || {_TPD} > {_POD_LIMIT} || {_WORLD} > {_POD_LIMIT}"
+        f" || ({_WORLD}) % self.gpusPerPod == 0",
         "the world size (tensor·pipeline·data·context) must be a multiple of gpusPerPod,"
         " so every pod carries a full block of ranks",
         ".gpusPerPod",
-        holds=lambda spec: not _fits_pod_limit(spec) or spec.world_size % spec.gpus_per_pod == 0,
+        holds=lambda spec: (
+            _gpus_per_pod_unset(spec)
+            or not _fits_pod_limit(spec)
+            or spec.world_size % spec.gpus_per_pod == 0
+        ),
     ),
     Rule(
         "!has(self.model) || self.model.experts == 0"

@@ -157,6 +157,12 @@ class TrainingTopologyStatus(StatusModel):
     )
     workload: str | None = Field(default=None, max_length=317, description="Kind/name.")
     world_size: int | None = Field(default=None, ge=0, le=MAX_WORLD_SIZE, description="Ranks.")
+    gpus_per_pod: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_GPUS_PER_POD,
+        description="GPUs per pod the plan used (spec.gpusPerPod, or the workload's request).",
+    )
     pods: tuple[PodPlacement, ...] = Field(
         default=(),
         max_length=MAX_PODS,

@@ -15,7 +15,7 @@ from typing import Any
 
 from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, Parser
-from fabricfit.cli.plan import _objects
+from fabricfit.cli.inputs import read_objects
 from fabricfit.fabric.detection import Detection, count_of, describe, detect_tiers
 from fabricfit.fabric.snapshot import build_snapshot
 
@@ -34,8 +34,8 @@ def configure(parser: Parser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    nodes = _objects(args.nodes, "nodes")
-    pods = _objects(args.pods, "pods") if args.pods else []
+    nodes = read_objects(args.nodes, "nodes", "Node")
+    pods = read_objects(args.pods, "pods", "Pod") if args.pods else []
     snapshot = build_snapshot(nodes, pods, scheme=args.label_scheme)
     detection = detect_tiers(snapshot, args.label_scheme)
     if args.json:

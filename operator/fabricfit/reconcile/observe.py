@@ -119,6 +119,9 @@ class Observer:
             spec = TrainingTopologySpec.model_validate(body.get("spec") or {})
         except ValidationError:
             return
+        settled = status.get("gpusPerPod")
+        if "gpus_per_pod" not in spec.model_fields_set and isinstance(settled, int):
+            spec = spec.model_copy(update={"gpus_per_pod": settled})  # from the workload
         layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
         groups = {k: len(v) for k, v in layout.groups.items()}
         scheme = planning.scheme_of(spec, self.state)

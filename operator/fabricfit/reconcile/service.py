@@ -103,10 +103,27 @@ async def _workload(
         workload = await read_workload(state.rest, ref, namespace)
     except UnsupportedWorkloadError as err:
         _invalid(draft, Reason.UNSUPPORTED_WORKLOAD, str(err))
-    problems = policy.workload_problems(spec, workload)
+    return workload
+
+
+def settle_spec(
+    body: Mapping[str, Any],
+    spec: TrainingTopologySpec,
+    workload: Mapping[str, Any] | None,
+    draft: StatusDraft,
+) -> tuple[TrainingTopologySpec, Mapping[str, Any] | None]:
+    """The spec with ``gpusPerPod`` settled from the workload, checked against the workload,
+    and the rank template (the policy's steps 2 and 3)."""
+    ref = spec.workload_ref
+    assert ref is not None
+    template = policy.rank_template(ref.kind, workload)
+    settled, problems = policy.settle_gpus_per_pod(body.get("spec"), spec, template)
+    if settled is None or problems:
+        _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
+    problems = policy.workload_problems(settled, workload)
     if problems:
         _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
-    return workload
+    return settled, template
 
 
 def workload_pods(
@@ -134,7 +151,7 @@ async def _reconcile(
     ref = spec.workload_ref
     assert ref is not None
     workload = await _workload(state, spec, key[0], draft)
-    template = policy.rank_template(ref.kind, workload)
+    spec, template = settle_spec(body, spec, workload, draft)
     views = views_of()
     pods = workload_pods(key, ref.kind, workload, views)
     scheme = planning.scheme_of(spec, state)

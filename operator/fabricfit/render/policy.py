@@ -11,8 +11,10 @@ call this module and nothing else to turn user input into what the planner reads
    checks, *before* any search: a rejected spec costs microseconds, never a plan of millions of
    ranks. ``workloadRef`` is required by the operator; ``fabricfit plan`` may leave it out
    (``require_workload=False``) to ask "what if".
-2. :func:`workload_problems` — the named workload must run as many pods as the spec needs.
-3. :func:`fabricfit.render.kinds.rank_template` — which pod template's constraints count.
+2. :func:`fabricfit.render.kinds.rank_template` — which pod template's constraints count, and
+   :func:`settle_gpus_per_pod` — ``gpusPerPod`` from that template's GPU request when omitted
+   (the CRD has no default for it), or a problem naming both numbers when they differ.
+3. :func:`workload_problems` — the named workload must run as many pods as the spec needs.
 4. :func:`build_request` — the frozen request (a malformed template is a problem, not a crash).
 
 Every problem is one sentence that names the field and echoes at most a short prefix of the
@@ -27,9 +29,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import violations
 from fabricfit.fabric.objects import shorten
+from fabricfit.fabric.pods import pod_gpu_request
 from fabricfit.placement.layout import validate_layout
 from fabricfit.placement.request import PlacementRequest, request_from_spec
 from fabricfit.render.kinds import expected_pods, pod_templates, rank_template
@@ -41,6 +45,7 @@ __all__ = [
     "describe_validation_error",
     "parse_spec",
     "rank_template",
+    "settle_gpus_per_pod",
     "workload_problems",
 ]
 
@@ -69,11 +74,17 @@ def admit(
     spec, problems = parse_spec(raw_spec, require_workload=require_workload)
     if spec is None or problems:
         return Admission(spec, problems=problems)
+    kind = spec.workload_ref.kind if spec.workload_ref is not None else ""
+    template = rank_template(kind, workload)
+    settled, problems = settle_gpus_per_pod(
+        raw_spec, spec, template, require_workload=require_workload
+    )
+    if settled is None or problems:
+        return Admission(spec, problems=problems)
+    spec = settled
     problems = workload_problems(spec, workload)
     if problems:
         return Admission(spec, problems=problems)
-    kind = spec.workload_ref.kind if spec.workload_ref is not None else ""
-    template = rank_template(kind, workload)
     request, problem = build_request(spec, template)
     return Admission(spec, template, request, (problem,) if problem else ())
 
@@ -89,15 +100,43 @@ def parse_spec(
         return None, (describe_validation_error(err),)
     # The API server's verdict first; the layout's own checks only once it accepts the spec
     # (several restate a CEL rule in other words).
-    problems = violations(spec, require_workload=require_workload) or list(
-        validate_layout(
-            spec.parallelism,
-            spec.gpus_per_pod,
-            experts=spec.model.experts if spec.model else 0,
-            tensor_required=spec.placement.tensor == "Required",
+    problems = violations(spec, require_workload=require_workload)
+    if not problems and "gpus_per_pod" in spec.model_fields_set:  # else: once it is settled
+        problems = list(
+            validate_layout(
+                spec.parallelism,
+                spec.gpus_per_pod,
+                experts=spec.model.experts if spec.model else 0,
+                tensor_required=spec.placement.tensor == "Required",
+            )
         )
-    )
     return spec, tuple(dict.fromkeys(problems))
+
+
+def settle_gpus_per_pod(
+    raw: object,
+    spec: TrainingTopologySpec,
+    template: Mapping[str, Any] | None,
+    *,
+    require_workload: bool = True,
+) -> tuple[TrainingTopologySpec | None, tuple[str, ...]]:
+    """``gpusPerPod`` from the rank template's GPU request when the spec omits it (then every
+    check of :func:`parse_spec` runs with it); a spec naming another number is a problem that
+    gives both. A template without GPU requests (or none yet) leaves the spec as it is."""
+    ref = spec.workload_ref
+    requested = pod_gpu_request(template, []) if template is not None else 0
+    if requested <= 0:
+        return spec, ()
+    if "gpus_per_pod" in spec.model_fields_set:
+        if spec.gpus_per_pod == requested:
+            return spec, ()
+        workload = f"{ref.kind} {ref.name}" if ref is not None else "the workload"
+        return spec, (
+            f"gpusPerPod is {spec.gpus_per_pod} but {workload} requests {requested} "
+            f"{GPU_RESOURCE} per pod",
+        )
+    settled = {**(raw if isinstance(raw, Mapping) else {}), "gpusPerPod": requested}
+    return parse_spec(settled, require_workload=require_workload)
 
 
 def workload_problems(

@@ -97,6 +97,7 @@ def build_plan_status(
         "observedGeneration": generation,
         "workload": workload_display,
         "worldSize": spec.world_size,
+        "gpusPerPod": spec.gpus_per_pod,
         "pods": [{"index": i, "node": n} for i, n in enumerate(decision.pods[:MAX_PODS])]
         if feasible
         else [],

@@ -68,6 +68,7 @@ def test_placed_status() -> None:
         "observedGeneration": 4,
         "workload": "Job/llama",
         "worldSize": 32,
+        "gpusPerPod": 8,
         "pods": [
             {"index": 0, "node": "n1"},
             {"index": 1, "node": "n0"},
@@ -113,6 +114,7 @@ def test_infeasible_status_clears_the_previous_plan() -> None:
         "observedGeneration": 5,
         "workload": "Job/llama",
         "worldSize": 32,
+        "gpusPerPod": 8,
         "pods": [],
         "reservation": [],
         "predicted": None,
