@@ -19,6 +19,7 @@ import kopf
 
 from fabricfit import __version__
 from fabricfit.api.constants import FINALIZER, GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
+from fabricfit.handlers.placed import PlacedTrigger, job_pod_entry
 from fabricfit.kube.rest import Rest, load_credentials
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.reconcile import service
@@ -107,6 +108,7 @@ def build_registry(
         configure_settings(settings)
         state = OperatorState(config=config, rest=Rest(load_credentials(kubeconfig)))
         memo["state"] = state
+        memo["placed"] = PlacedTrigger()
         metrics.api_requests = lambda: state.rest.requests
         metrics.set_version(__version__)
         memo["observer"] = observer = Observer(metrics, state)
@@ -159,7 +161,15 @@ def build_registry(
         views = views_from(*(kwargs[name] for name in INDEXES))
         with timed(metrics, "release"):
             await service.release(body, memo["state"], views)
+        memo["placed"].forget(service.key_of(body))
         observe(memo, lambda o: o.after_release(body))
+
+    @kopf.index(
+        "", "v1", "pods", registry=registry, id="fabricfit_job_pods",
+        labels={TOPOLOGY_LABEL: kopf.PRESENT},
+    )  # fmt: skip
+    def fabricfit_job_pods(body: kopf.Body, **_: Any) -> Any:
+        return job_pod_entry(body)
 
     @kopf.on.event(
         "", "v1", "pods", registry=registry, id="pin", labels={TOPOLOGY_LABEL: kopf.PRESENT}
@@ -167,10 +177,13 @@ def build_registry(
     async def pod_event(
         body: kopf.Body, memo: kopf.Memo, namespace: str | None, **kwargs: Any
     ) -> None:
-        if not (body.get("spec") or {}).get("schedulingGates") or kwargs.get("type") == "DELETED":
+        if kwargs.get("type") == "DELETED":
             return
         state: OperatorState = memo["state"]
         views = views_from(*(kwargs[name] for name in INDEXES))
+        if not (body.get("spec") or {}).get("schedulingGates"):
+            await reconcile_if_all_bound(body, memo, views, kwargs["fabricfit_job_pods"])
+            return
         with timed(metrics, "pin"):
             pinned = await service.pin_from_plan(body, state, views)
         if pinned is not None:
@@ -178,13 +191,33 @@ def build_registry(
                 observe(memo, lambda o: o.metrics.count_pins(1))
             return
         owner = (body.get("metadata") or {}).get("labels", {}).get(TOPOLOGY_LABEL)
-        found = await service.read_topology(state, namespace or "", owner) if owner else None
+        if owner:
+            await reconcile_by_name(memo, views, namespace or "", owner, "pin")
+
+    async def reconcile_by_name(
+        memo: kopf.Memo, views: Callable[[], Views], namespace: str, name: str, handler: str
+    ) -> None:
+        state: OperatorState = memo["state"]
+        found = await service.read_topology(state, namespace, name)
         if found is None or not (found.get("status") or {}).get("pods"):
             return
         topology = kopf.Body(found)  # type: ignore[arg-type]
-        with timed(metrics, "pin"):
+        with timed(metrics, handler):
             outcome = await service.reconcile(topology, state, views)
         post(topology, outcome.transitions)
         observe(memo, lambda o: o.after_reconcile(topology, outcome, views))
+
+    async def reconcile_if_all_bound(
+        pod: kopf.Body, memo: kopf.Memo, views: Callable[[], Views], job_pods: Index
+    ) -> None:
+        state: OperatorState = memo["state"]
+        entry = job_pod_entry(pod)
+        if entry is None:
+            return
+        ((key, _),) = entry.items()
+        holding = state.ledger.newest(key, views().topologies.get(key))
+        due = memo["placed"].due(pod, holding, job_pods)
+        if due is not None:
+            await reconcile_by_name(memo, views, due[0], due[1], "placed")
 
     return registry
