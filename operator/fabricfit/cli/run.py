@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from fabricfit.api.constants import FABRIC_PRESETS, LABEL_SCHEMES
-from fabricfit.cli.common import EXIT_OK, Parser, UsageError
+from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.kube.peering import parse_priority
 
@@ -105,16 +106,24 @@ def execute(args: argparse.Namespace) -> int:
     registry = build_registry(config, kubeconfig=args.kubeconfig, metrics_port=args.metrics_port)
     if args.peering is not None:
         add_peering_startup(registry, args.peering, tuple(args.namespace), args.kubeconfig)
-    kopf.run(
-        registry=registry,
-        clusterwide=not args.namespace,
-        namespaces=args.namespace,
-        standalone=args.peering is None,
-        peering_name=args.peering,
-        priority=priority,
-        liveness_endpoint=args.liveness or None,
-        memo=kopf.Memo(),
-    )
+    try:
+        kopf.run(
+            registry=registry,
+            clusterwide=not args.namespace,
+            namespaces=args.namespace,
+            standalone=args.peering is None,
+            peering_name=args.peering,
+            priority=priority,
+            liveness_endpoint=args.liveness or None,
+            memo=kopf.Memo(),
+        )
+    except Exception as err:
+        outcomes = getattr(err, "outcomes", None)  # kopf's ActivityError: a startup check said no
+        if not isinstance(outcomes, dict):
+            raise
+        causes = [str(o.exception) for o in outcomes.values() if o.exception is not None]
+        print(one_line(f"fabricfit run: {causes[0] if causes else err}"), file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 

@@ -23,6 +23,11 @@ from fabricfit.handlers.placed import PlacedTrigger, job_pod_entry
 from fabricfit.kube.rest import Rest, load_credentials
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.reconcile import service
+from fabricfit.reconcile.cluster_pods import (
+    ClusterPods,
+    ClusterPodsForbiddenError,
+    require_cluster_pods,
+)
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
@@ -33,13 +38,20 @@ INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
 logger = logging.getLogger(__name__)
 
 
-def views_from(nodes: Index, pods: Index, topologies: Index) -> Callable[[], Views]:
-    """A function that copies kopf's live indexes into plain lists at call time."""
+def views_from(
+    nodes: Index,
+    pods: Index,
+    topologies: Index,
+    extra_pods: Callable[[], list[Mapping[str, Any]]] | None = None,
+) -> Callable[[], Views]:
+    """A function that copies kopf's live indexes into plain lists at call time (plus, in
+    namespaced mode, the bound pods of the namespaces kopf does not watch)."""
 
     def take() -> Views:
+        listed = [v for store in pods.values() for v in store]
         return Views(
             nodes=[v for store in nodes.values() for v in store],
-            pods=[v for store in pods.values() for v in store],
+            pods=listed + extra_pods() if extra_pods is not None else listed,
             topologies={k: next(iter(store)) for k, store in topologies.items() if store},
         )
 
@@ -87,6 +99,20 @@ async def run_census(observer: Observer, take: Callable[[], Views], period: floa
         await asyncio.sleep(period)
 
 
+async def watch_other_namespaces(state: OperatorState, memo: kopf.Memo) -> ClusterPods:
+    """Namespaced mode: refuse to start without cluster-wide pod reads, else start the watch
+    and wait for its first listing (a plan must never see fewer busy GPUs than there are)."""
+    try:
+        await require_cluster_pods(state.rest, state.config.namespaces)
+    except ClusterPodsForbiddenError as err:
+        logger.error("%s", err)
+        raise kopf.PermanentError(str(err)) from err
+    watcher = ClusterPods(state.rest, state.config.namespaces)
+    memo["cluster_pods"] = asyncio.create_task(watcher.run())
+    await asyncio.wait_for(watcher.synced.wait(), timeout=120)
+    return watcher
+
+
 def build_registry(
     config: OperatorConfig,
     kubeconfig: str | None = None,
@@ -96,6 +122,11 @@ def build_registry(
     registry = kopf.OperatorRegistry()
     tt = (GROUP, VERSION, PLURAL)
     metrics = metrics if metrics is not None else OperatorMetrics()
+    others: list[ClusterPods] = []  # namespaced mode: the pods of every other namespace
+
+    def indexes(kwargs: Mapping[str, Any]) -> Callable[[], Views]:
+        nodes, pods, topologies = (kwargs[name] for name in INDEXES)
+        return views_from(nodes, pods, topologies, extra_pods=others[0].pods if others else None)
 
     @kopf.on.login(registry=registry, id="login")
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -117,14 +148,18 @@ def build_registry(
                 memo["metrics_server"] = metrics.serve(metrics_port)
             except OSError as err:  # placement goes on without metrics (e.g. port taken)
                 logger.error("cannot serve metrics on port %d: %s", metrics_port, err)
-        take = views_from(*(kwargs[name] for name in INDEXES))
+        if config.namespaces:
+            others.append(await watch_other_namespaces(state, memo))
+        take = indexes(kwargs)
         memo["census"] = asyncio.create_task(run_census(observer, take, config.resync_seconds))
 
     @kopf.on.cleanup(registry=registry, id="cleanup")
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-        memo["census"].cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await memo["census"]
+        for task in ("census", "cluster_pods"):
+            if task in memo:
+                memo[task].cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await memo[task]
         if "metrics_server" in memo:
             server, _thread = memo["metrics_server"]
             server.shutdown()
@@ -144,7 +179,7 @@ def build_registry(
         return {(namespace, name): holding_of(body)}
 
     async def reconcile(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
-        views = views_from(*(kwargs[name] for name in INDEXES))
+        views = indexes(kwargs)
         with timed(metrics, "reconcile"):
             outcome = await service.reconcile(body, memo["state"], views)
         post(body, outcome.transitions)
@@ -158,7 +193,7 @@ def build_registry(
 
     @kopf.on.delete(*tt, registry=registry, id="release")
     async def release(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
-        views = views_from(*(kwargs[name] for name in INDEXES))
+        views = indexes(kwargs)
         with timed(metrics, "release"):
             await service.release(body, memo["state"], views)
         memo["placed"].forget(service.key_of(body))
@@ -180,7 +215,7 @@ def build_registry(
         if kwargs.get("type") == "DELETED":
             return
         state: OperatorState = memo["state"]
-        views = views_from(*(kwargs[name] for name in INDEXES))
+        views = indexes(kwargs)
         if not (body.get("spec") or {}).get("schedulingGates"):
             await reconcile_if_all_bound(body, memo, views, kwargs["fabricfit_job_pods"])
             return

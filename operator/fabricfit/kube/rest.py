@@ -17,7 +17,7 @@ import json
 import random
 import ssl
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
@@ -147,6 +147,22 @@ class Rest:
 
     async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("POST", path, body=body)
+
+    async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[dict[str, Any]]:
+        """The events of one watch request (``?watch=1``), until the server ends it."""
+        query = urlencode({**params, "watch": "1"})
+        headers = {"Accept": "application/json", **self.credentials.headers()}
+        server_seconds = float(params.get("timeoutSeconds") or 300)
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=server_seconds + 30)
+        url = f"{self.credentials.host}{path}?{query}"
+        resource = resource_of(path)
+        async with self._client().get(url, headers=headers, timeout=timeout) as resp:
+            self.requests[("WATCH", resource, resp.status)] += 1
+            if resp.status >= 400:
+                raise ApiError(resp.status, resp.reason or "", _message(await resp.text()))
+            async for line in resp.content:
+                if line.strip():
+                    yield json.loads(line)
 
     async def request(
         self, method: str, path: str, *, body: Any = None, content_type: str = "application/json"

@@ -155,7 +155,11 @@ def test_no_wildcards_and_no_secrets(values: Path | None) -> None:
 def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
     objects = render(CHART / "ci" / "namespaced-values.yaml")
     cluster_role = one(objects, "ClusterRole")
-    assert rules_of(cluster_role) == {("", "nodes"): {"list", "watch"}}
+    # Every GPU counts: pods of all namespaces, read-only; changes only through the Roles.
+    assert rules_of(cluster_role) == {
+        ("", "nodes"): {"list", "watch"},
+        ("", "pods"): {"list", "watch"},
+    }
     roles = of_kind(objects, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
     namespaced = {k: v for k, v in EXPECTED_RULES.items() if k != ("", "nodes")}
