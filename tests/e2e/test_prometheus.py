@@ -124,7 +124,11 @@ def prometheus(release: list[dict[str, Any]], kubeconfig: Path, tmp_path: Path) 
     """A Prometheus server with the scrape jobs generated from the chart's ServiceMonitor, plus
     the same job without honorLabels (to show what it would change); yields its base URL."""
     (job,) = scrape_configs(one(release, "ServiceMonitor"), kubeconfig)
-    plain = {**job, "job_name": f"{job['job_name']}/no-honor", "honor_labels": False}
+    # The copy's series would equal the real job's (the relabelings set job, namespace,
+    # instance alike): one more target label keeps them apart.
+    mark = {"target_label": "scrape", "replacement": "no-honor"}
+    plain = {**job, "job_name": f"{job['job_name']}/no-honor", "honor_labels": False,
+             "relabel_configs": [*job["relabel_configs"], mark]}  # fmt: skip
     config = tmp_path / "prometheus.yml"
     config.write_text(
         yaml.safe_dump(
