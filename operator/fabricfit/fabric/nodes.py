@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabricfit.api.constants import GPU_RESOURCE, LABEL_FABRIC, LABEL_RAILS
-from fabricfit.fabric.objects import list_at, mapping_at, str_at, value_at
+from fabricfit.fabric.objects import list_at, mapping_at, shorten, str_at, value_at
 from fabricfit.fabric.quantity import parse_gpu_count, parse_quantity
 from fabricfit.fabric.schemes.base import is_label_value
 from fabricfit.fabric.topology import Diagnostic, Taint
@@ -85,7 +85,7 @@ def _read_labels(raw: object, report: _Report) -> Mapping[str, str]:
         elif isinstance(key, str) and isinstance(value, int) and not isinstance(value, bool):
             labels[key] = str(value)  # an unquoted number in hand-written YAML
         else:
-            report(f"label {key!r}: value {value!r} is not a string; ignored")
+            report(f"label {shorten(key)}: value {shorten(value)} is not a string; ignored")
     return MappingProxyType(dict(sorted(labels.items())))
 
 
@@ -97,8 +97,8 @@ def _read_rails(labels: Mapping[str, str], gpus: int, report: _Report) -> int:
     value = parse_quantity(text)
     if value is None or value != value.to_integral_value() or not 1 <= value <= MAX_RAILS_PER_NODE:
         report(
-            f"label {LABEL_RAILS}={text!r} is not a whole number in 1..{MAX_RAILS_PER_NODE}; "
-            f"assuming one rail per GPU ({gpus})"
+            f"label {LABEL_RAILS}={shorten(text)} is not a whole number in "
+            f"1..{MAX_RAILS_PER_NODE}; assuming one rail per GPU ({gpus})"
         )
         return gpus
     return int(value)
@@ -109,7 +109,9 @@ def _read_fabric(labels: Mapping[str, str], default: str | None, report: _Report
     if text is None or text == "":
         return default
     if not is_label_value(text):
-        report(f"label {LABEL_FABRIC}={text!r} is not a valid label value; using the default")
+        report(
+            f"label {LABEL_FABRIC}={shorten(text)} is not a valid label value; using the default"
+        )
         return default
     return text
 
@@ -128,7 +130,9 @@ def _unavailable_reasons(raw: object, report: _Report) -> list[str]:
     if unschedulable is True:
         reasons.append("cordoned")
     elif unschedulable not in (None, False):
-        report(f"spec.unschedulable={unschedulable!r} is not a boolean; treating as cordoned")
+        report(
+            f"spec.unschedulable={shorten(unschedulable)} is not a boolean; treating as cordoned"
+        )
         reasons.append("cordoned")
     return reasons
 
@@ -139,7 +143,14 @@ def _read_taints(raw: object, report: _Report) -> tuple[Taint, ...]:
         key, effect = str_at(item, "key"), str_at(item, "effect")
         value = value_at(item, "value") if isinstance(item, Mapping) else None
         if not key or effect not in TAINT_EFFECTS or not isinstance(value, str | None):
-            report(f"taint {item!r} is malformed; ignored")
+            report(f"taint {_taint_text(item)} is malformed; ignored")
             continue
         taints.append(Taint(key=key, value=value or "", effect=effect))
     return tuple(taints)
+
+
+def _taint_text(item: object) -> str:
+    """A malformed taint for a message: its key and effect when it has them, else its kind."""
+    if not isinstance(item, Mapping):
+        return shorten(item)
+    return f"{shorten(item.get('key'))}:{shorten(item.get('effect'))}"

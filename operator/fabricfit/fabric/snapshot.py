@@ -23,6 +23,7 @@ from typing import Any
 
 from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.fabric.nodes import NodeFacts, read_node_facts
+from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.places import check_domain_spans, check_overlay, qualify
 from fabricfit.fabric.pods import gpus_in_use
 from fabricfit.fabric.schemes import AUTO, read_node, resolve
@@ -49,7 +50,7 @@ def build_snapshot(
     diagnostics: list[Diagnostic] = []
     facts = _collect_facts(nodes, default_fabric, diagnostics)
     if scheme not in LABEL_SCHEMES:
-        message = f"unknown label scheme {scheme!r}; detecting it (auto)"
+        message = f"unknown label scheme {shorten(scheme)}; detecting it (auto)"
         diagnostics.append(Diagnostic(node="", message=message, severity="error"))
         scheme = AUTO
     resolution = resolve(scheme, [f.labels for f in facts])

@@ -1,6 +1,6 @@
 """Fuzzing ``fabricfit plan`` and ``fabricfit cost`` with hostile input (hypothesis).
 
-The contract under test (design.md, CLI): exit 0 placed, 1 infeasible, 2 invalid input with
+The contract under test: exit 0 placed, 1 infeasible, 2 invalid input with
 exactly one line on stderr and never a traceback. Most examples run ``fabricfit.cli.main.main``
 in-process (an uncaught exception fails the example outright); a few run the real console
 script as a subprocess to prove the same at the process boundary. The number of inputs tried is

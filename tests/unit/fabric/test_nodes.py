@@ -166,3 +166,19 @@ def test_severity_marks_unusable_input_as_error(node: NodeFactory) -> None:
         ("n2", "warning"),
         ("nodes[2]", "error"),
     ]
+
+
+def test_diagnostics_echo_bounded_values_even_of_shared_huge_structures(
+    node: NodeFactory,
+) -> None:
+    """An alias bomb shares one list many times: echoing it with repr() once took gigabytes."""
+    shared: list[Any] = ["lol"] * 10
+    for _ in range(8):
+        shared = [shared] * 10  # 10^9 values if written out
+    raw = node("n0", {"a": shared, "topology.fabricfit.dev/rails": "9" * 10_000})
+    raw["spec"] = {"taints": [{"key": "k" * 10_000, "effect": shared}], "unschedulable": shared}
+    diagnostics: list[Diagnostic] = []
+    read_node_facts(raw, 0, None, diagnostics)
+    messages = [d.message for d in diagnostics]
+    assert len(messages) == 4 and all(len(m) < 200 for m in messages), messages
+    assert any("value a list is not a string" in m for m in messages)

@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fabricfit.fabric.objects import shorten
+
 # Kubernetes label values: at most 63 characters, alphanumerics at both ends, [-_.] inside.
 # They can never contain "/" or ":", which is what makes qualified ids unambiguous.
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -78,7 +80,9 @@ class ProblemLog:
         if raw is None or raw == "":
             return None
         if not is_label_value(raw):
-            self.problems.append(f"label {key}={raw!r} is not a valid label value; ignored")
+            self.problems.append(
+                f"label {shorten(key)}={shorten(raw)} is not a valid label value; ignored"
+            )
             return None
         return raw
 
@@ -133,7 +137,7 @@ def clique_domain(labels: Mapping[str, str], log: ProblemLog) -> tuple[str | Non
     cluster_uuid, dot, clique_id = clique.rpartition(".")
     if not dot or not cluster_uuid or not clique_id:
         log.problems.append(
-            f"label {GPU_CLIQUE_LABEL}={clique!r} is not <ClusterUUID>.<CliqueID>; "
+            f"label {GPU_CLIQUE_LABEL}={shorten(clique)} is not <ClusterUUID>.<CliqueID>; "
             "using it as the NVLink domain without a rack"
         )
         return None, clique
