@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import NoReturn
 
@@ -18,6 +19,20 @@ EXIT_CODES_EPILOG = (
 )
 
 
+MAX_USAGE_CHARS = 300
+PROFILE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def profile_name(text: str) -> str:
+    """argparse ``type`` of ``--fabric``: a profile name (a DNS label), echoed only cut short."""
+    if not PROFILE_NAME.match(text):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not a profile name (lowercase letters, digits and '-', at most 63)"
+        )
+    return text
+
+
 class UsageError(Exception):
     """Invalid input from the user: reported as one line on stderr, exit code 2."""
 
@@ -31,7 +46,8 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
-        fail(f"{self.prog}: {message}")
+        # argparse quotes the offending value whole ("invalid choice: '…'"): cut it short
+        fail(one_line(f"{self.prog}: {message}", MAX_USAGE_CHARS))
 
 
 def one_line(message: str, limit: int = 1000) -> str:

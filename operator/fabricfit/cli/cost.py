@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import json
 
-from fabricfit.cli.common import EXIT_OK, Parser, UsageError
+from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cost import Collective, CollectiveEstimate, CostError, estimate_collective
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError, get_profile
@@ -27,7 +27,11 @@ SU_GPUS = 256  # DGX SuperPOD scalable unit (scaling-book gpus.md)
 
 def configure(parser: Parser) -> None:
     parser.add_argument(
-        "--fabric", required=True, metavar="PRESET", help=f"fabric preset (e.g. {DEFAULT_PROFILE})"
+        "--fabric",
+        required=True,
+        type=profile_name,
+        metavar="PRESET",
+        help=f"fabric preset (e.g. {DEFAULT_PROFILE})",
     )
     parser.add_argument(
         "--collective", required=True, metavar="C", help=", ".join(c.value for c in Collective)

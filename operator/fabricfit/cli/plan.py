@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricfit.api.constants import LABEL_SCHEMES
-from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError
+from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_name
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, ProfileError, get_profile
@@ -53,7 +53,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--svg", metavar="OUT", help="write an SVG picture of the plan to OUT")
-    parser.add_argument("--fabric", help="fabric profile (overrides spec.fabric and node labels)")
+    parser.add_argument(
+        "--fabric",
+        type=profile_name,
+        help="fabric profile (overrides spec.fabric and node labels)",
+    )
     parser.add_argument(
         "--label-scheme",
         choices=LABEL_SCHEMES,

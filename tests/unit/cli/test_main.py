@@ -56,3 +56,23 @@ def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str], command: 
     assert done.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert " ".join(EXIT_CODES_EPILOG.split()) in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cost", "--fabric", "X" * 5000, "--collective", "all-reduce", "--size", "1",
+         "--nodes", "1", "--gpus-per-node", "1"],
+        ["cost", "--fabric", "dgx-h100", "--collective", "all-reduce", "--size", "1",
+         "--nodes", "9" * 5000, "--gpus-per-node", "1"],
+        ["plan", "--nodes", "n", "--topology", "t", "--label-scheme", "k" * 5000],
+    ],
+    ids=["fabric", "nodes", "label-scheme"],
+)  # fmt: skip
+def test_argument_errors_echo_a_short_prefix(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli_main.main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == EXIT_USAGE and err.count("\n") == 1 and len(err) <= 301, err
