@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fabricfit.api.crd import CRD_FILE, render_crd_yaml
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError
+from fabricfit.cli.inputs import read_bytes, shown
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,16 +36,16 @@ def execute(args: argparse.Namespace) -> int:
     try:
         args.output.write_text(text, encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"cannot write {args.output}: {err.strerror}") from err
+        raise UsageError(f"cannot write {shown(str(args.output))}: {err.strerror}") from err
     return EXIT_OK
 
 
 def _check(path: Path, text: str) -> int:
-    try:
-        current = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror}") from err
+    current = read_bytes(str(path), "CRD").decode("utf-8", "replace")
     if current == text:
         return EXIT_OK
-    print(f"{path} is out of date: run `fabricfit crd --output {path}`", file=sys.stderr)
+    shown_path = shown(str(path))
+    print(
+        f"{shown_path} is out of date: run `fabricfit crd --output {shown_path}`", file=sys.stderr
+    )
     return EXIT_INFEASIBLE
