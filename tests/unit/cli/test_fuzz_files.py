@@ -60,7 +60,7 @@ def write_inputs(tmp: Path, broken: str, data: bytes) -> list[str]:
 
 
 @settings(
-    max_examples=400,
+    max_examples=300,
     deadline=None,
     derandomize=True,
     suppress_health_check=[
@@ -75,8 +75,13 @@ def test_hostile_files_of_every_class_exit_cleanly(
 ) -> None:
     broken, name, data = case
     TRIED[name] += 1
-    code, out, err = run(["plan", *write_inputs(tmp_path, broken, data), "--json"])
+    files = write_inputs(tmp_path, broken, data)
+    code, out, err = run(["plan", *files, "--json"])
     check(code, out, err, f"{name}/{broken}")
+    if broken != "topology":  # fabricfit inspect reads the same dumps through the same reader
+        code, out, err = run(["inspect", *files[:2]])
+        check(code, out, err, f"inspect:{name}/{broken}")
+        assert code in (0, 2)
 
 
 @pytest.mark.parametrize("levels", [6, 9, 30])
