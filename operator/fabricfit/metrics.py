@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fabricfit.placement.layout import GROUP_KINDS
-from fabricfit.placement.quality import Fragmentation, PlanQuality
+from fabricfit.placement.quality import FreeCapacity, PlanQuality
 
 JOB = ("namespace", "name")
 RECONCILE_BUCKETS_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -287,7 +287,7 @@ class OperatorMetrics:
         with self._lock:
             return set(self._jobs)
 
-    def set_fragmentation(self, fragmentation: Fragmentation) -> None:
+    def set_fragmentation(self, fragmentation: FreeCapacity) -> None:
         self.schedulable_gpus.set(fragmentation.schedulable_gpus)
         self.free_gpus.set(fragmentation.free_gpus)
         for tier in fragmentation.tiers:

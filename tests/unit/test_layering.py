@@ -1,4 +1,4 @@
-"""The functional core stays pure and layers import downward only (design.md, style.md).
+"""The functional core stays pure and layers import downward only (docs/architecture.md).
 
 Pure packages (api, fabric, cost, placement, render) import no kopf, Kubernetes client,
 prometheus_client or asyncio, read no environment and no clock. Layers: api ← fabric ← cost ←

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster import fakenodes
 from fabricfit.api.conditions import Reason
+from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.kube.rest import Credentials, Rest
 from fabricfit.metrics import EXPORTED_NAMES, OperatorMetrics
 from fabricfit.placement.quality import PlanQuality, measure_fragmentation
@@ -250,6 +251,11 @@ def _body(status: dict[str, Any] | None = None) -> dict[str, Any]:
     }
 
 
+def _outcome(**fields: Any) -> Outcome:
+    """An Outcome as the reconcile returns it for _body(): with the spec it parsed."""
+    return Outcome(spec=TrainingTopologySpec.model_validate(_body()["spec"]), **fields)
+
+
 def _placed_status(nodes: list[str]) -> dict[str, Any]:
     return {
         **STATUS,
@@ -262,7 +268,7 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
     metrics = OperatorMetrics(CollectorRegistry())
     observer = Observer(metrics, _state())
     same_rg = _placed_status(["m-s0-g0-n0000", "m-s0-g0-n0001"])
-    outcome = Outcome(
+    outcome = _outcome(
         transitions=(
             Transition(Reason.PLANNED, "ok"),
             Transition(Reason.ALL_PODS_BOUND, "ok"),
@@ -271,7 +277,7 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
         pinned=2,
     )
     observer.after_reconcile(_body(), outcome, _views)
-    observer.after_reconcile(_body(same_rg), Outcome(status=same_rg), _views)  # resync
+    observer.after_reconcile(_body(same_rg), _outcome(status=same_rg), _views)  # resync
     assert value(metrics, "fabricfit_plans_total", result="made", reason="Planned") == 1
     assert value(metrics, "fabricfit_pods_pinned_total") == 2
     assert value(metrics, "fabricfit_time_to_placed_seconds_count") == 1
@@ -280,7 +286,7 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
     assert value(metrics, "fabricfit_parallel_groups", **job, dimension="data") == 8
 
     moved = _placed_status(["m-s0-g0-n0000", "m-s0-g1-n0016"])
-    observer.after_reconcile(_body(same_rg), Outcome(status=moved), _views)
+    observer.after_reconcile(_body(same_rg), _outcome(status=moved), _views)
     assert value(metrics, "fabricfit_plans_total", result="made", reason="Planned") == 2
     assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == 8
     assert (value(metrics, "fabricfit_step_spine_crossing_bytes", **job) or 0) > 0
@@ -292,9 +298,9 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
 def test_observer_counts_failures_by_reason_on_transition_only() -> None:
     metrics = OperatorMetrics(CollectorRegistry())
     observer = Observer(metrics, _state())
-    failed = Outcome(transitions=(Transition(Reason.INSUFFICIENT_GPUS, "no"),))
+    failed = _outcome(transitions=(Transition(Reason.INSUFFICIENT_GPUS, "no"),))
     observer.after_reconcile(_body(), failed, _views)
-    observer.after_reconcile(_body(), Outcome(), _views)
+    observer.after_reconcile(_body(), _outcome(), _views)
     assert value(metrics, "fabricfit_plans_total", result="failed", reason="InsufficientGPUs") == 1
     assert metrics.jobs() == set()
 

@@ -1,6 +1,6 @@
 """Names other components rely on: API group, label keys, annotation keys, scheduling gate.
 
-Keep these exact; they are part of fabricfit's public contract (see docs/design.md).
+Keep these exact; they are part of fabricfit's public contract (README; docs/architecture.md).
 """
 
 from typing import Final
@@ -32,7 +32,7 @@ SCHEDULING_GATE: Final = "fabricfit.dev/placement"
 # affinity selects on it, and the pod watch finds a topology's pods by it).
 TOPOLOGY_LABEL: Final = "fabricfit.dev/topology"
 
-# Kueue keys (exact names; see reference/kueue-tas.md).
+# Kueue keys (exact names: kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling).
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-preferred-topology"
@@ -65,5 +65,4 @@ FABRIC_PRESETS: Final = (
     "tpu-v5e",
 )
 LABEL_SCHEMES: Final = ("auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave")
-PARALLELISM_DIMENSIONS: Final = ("tensor", "context", "expert", "data", "pipeline")
 DEFAULT_RANK_ORDER: Final = "tp-cp-ep-dp-pp"

@@ -2,7 +2,7 @@
 
 Theory of operation: ``TrainingTopologySpec`` and ``TrainingTopologyStatus`` are the single
 source of truth. pydantic's JSON Schema is close to, but not, a *structural* OpenAPI v3 schema
-as the API server requires (``reference/aesthetics-ecosystem.md`` B5/B6), so ``structural``
+as the API server requires (Kubernetes docs, "Specifying a structural schema"), so ``structural``
 rewrites it:
 
 - ``$ref``/``$defs`` are inlined and ``title`` is dropped;

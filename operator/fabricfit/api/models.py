@@ -26,6 +26,9 @@ from fabricfit.api.rules import (
 
 MAX_PARALLELISM = 65536
 MAX_GPUS_PER_POD = 64
+# Far above any real node (time-sliced GPUs advertise replicas × GPUs), low enough to catch
+# "8k" or "8Gi" typos in a node's capacity; a plan never holds more on one node.
+MAX_GPUS_PER_NODE = 4096
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RANK_ORDER_PATTERN = r"^(tp|cp|ep|dp|pp)(-(tp|cp|ep|dp|pp)){4}$"
 # A DNS subdomain (RFC 1123) or the empty string (the default of workloadRef.name).

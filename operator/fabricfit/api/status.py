@@ -25,7 +25,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
 from fabricfit.api.conditions import INVALID_REASONS, ConditionStatus, ConditionType
-from fabricfit.api.models import MAX_GPUS_PER_POD
+from fabricfit.api.models import MAX_GPUS_PER_NODE, MAX_GPUS_PER_POD
 from fabricfit.api.rules import MAX_PODS
 
 Summary = Literal["Pending", "Planned", "Placed", "Degraded", "Invalid", "Waiting"]
@@ -33,7 +33,6 @@ Summary = Literal["Pending", "Planned", "Placed", "Degraded", "Invalid", "Waitin
 MAX_CONDITIONS = 16
 MAX_REASONS = 32
 MAX_DEGRADED_RANKS = 4096
-MAX_GPUS_PER_NODE = 256
 MAX_WORLD_SIZE = MAX_PODS * MAX_GPUS_PER_POD
 MAX_SECONDS = 1e9
 # The API server reads bounds as float64: 2^63-1 is not representable, and it rejects status
@@ -213,9 +212,6 @@ class TrainingTopologyStatus(StatusModel):
     )
     fabric: str | None = Field(default=None, max_length=63, description="Fabric profile used.")
     label_scheme: str | None = Field(default=None, max_length=63, description="Label scheme used.")
-    plan_hash: str | None = Field(
-        default=None, max_length=64, pattern=r"^[0-9a-f]*$", description="Hash of plan inputs."
-    )
     planned_at: str | None = Field(
         default=None,
         max_length=64,

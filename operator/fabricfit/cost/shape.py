@@ -68,11 +68,6 @@ class GroupShape:
         return self.domains > 1 and self.spines > 1
 
 
-def domain_of(slot: GpuSlot) -> str:
-    """The NVLink domain id; an unlabelled node is its own domain (topology.py)."""
-    return slot.nvlink_domain or "node:" + slot.node
-
-
 def summarize_group(group: Sequence[GpuSlot]) -> GroupShape:
     """Fold the ranks' locations into a :class:`GroupShape` (O(n), a handful of set ops)."""
     return summarize_with_nics(group)[0]
@@ -125,8 +120,3 @@ def _one_node(group: Sequence[GpuSlot]) -> GroupShape:
         shape = GroupShape(n, 1, 1, n, n, key[1], n, rail_groups, key[2], 1, True)
         _ONE_NODE[key] = shape
     return shape
-
-
-def group_nics(group: Sequence[GpuSlot]) -> frozenset[Nic]:
-    """NICs (node, rail) carrying the group's inter-domain traffic; empty inside one domain."""
-    return summarize_with_nics(group)[1]

@@ -107,7 +107,3 @@ def _data_calls(mdl: ModelShape, t: int, p: int, layers: int) -> tuple[Call, ...
         Call(Collective.ALL_GATHER, per_layer, 2 * layers),
         Call(Collective.REDUCE_SCATTER, per_layer, layers),
     )
-
-
-def empty_estimate() -> StepCommEstimate:
-    return StepCommEstimate({dim: 0.0 for dim in DIMENSIONS}, 0.0, 0.0)

@@ -15,11 +15,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from fabricfit.api.models import MAX_GPUS_PER_NODE
 from fabricfit.fabric.objects import shorten
-
-# Far above any real node (time-sliced GPUs advertise replicas × GPUs), low enough to catch
-# "8k" or "8Gi" typos.
-MAX_GPUS_PER_NODE = 4096
 
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"

@@ -49,14 +49,14 @@ class PlacedTrigger:
     ) -> TopologyKey | None:
         """The TrainingTopology to reconcile now, or None."""
         entry = job_pod_entry(pod)
-        if entry is None or holding is None or not holding.planned_nodes:
+        if entry is None or holding is None or not holding.plan.pods:
             return None
         ((key, (_name, bound)),) = entry.items()
-        if not bound or self.announced.get(key) == holding.planned_nodes:
+        if not bound or self.announced.get(key) == holding.plan.pods:
             return None
-        if bound_count(job_pods.get(key) or ()) < len(holding.planned_nodes):
+        if bound_count(job_pods.get(key) or ()) < len(holding.plan.pods):
             return None
-        self.announced[key] = holding.planned_nodes
+        self.announced[key] = holding.plan.pods
         return key
 
     def forget(self, key: TopologyKey) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabricfit.api.constants import GROUP, PLURAL, VERSION
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.render.kinds import KINDS, WorkloadKind
@@ -72,8 +73,8 @@ async def patch_pod(
 
 
 async def patch_status(
-    rest: Rest, namespace: str, name: str, status: dict[str, Any], api_version: str, plural: str
+    rest: Rest, namespace: str, name: str, status: dict[str, Any]
 ) -> dict[str, Any]:
-    """Merge-patch the status subresource of one of our objects."""
-    path = path_for(api_version, plural, namespace, name, "status")
+    """Merge-patch the status subresource of a TrainingTopology."""
+    path = path_for(f"{GROUP}/{VERSION}", PLURAL, namespace, name, "status")
     return await rest.patch(path, {"status": status}, "merge")

@@ -42,7 +42,7 @@ PACKINGS = ("best-fit", "first-fit")
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class PlanCandidate:
     """One complete pod→slot assignment and how it was produced."""
 
     label: str
@@ -231,6 +231,7 @@ def pack_blocks(
     domains: Sequence[LeafDomain],
     order: str,
     packing: str,
+    *,
     sub_of: Mapping[int, int] | None = None,
     orders: SlotOrders | None = None,
 ) -> Assignment | None:
@@ -333,19 +334,21 @@ def generate_candidates(
     blocks: Sequence[Block],
     domains: Sequence[LeafDomain],
     sub_of: Mapping[int, int] | None = None,
-) -> tuple[Candidate, ...]:
+) -> tuple[PlanCandidate, ...]:
     """Every distinct candidate over scopes × orders × packings, in a fixed order."""
     unit_pods = max(len(u) for b in blocks for u in b)
     units = sum(len(b) for b in blocks)
     seen: set[Assignment] = set()
-    out: list[Candidate] = []
+    out: list[PlanCandidate] = []
     orders = SlotOrders()
     for scope_label, scope in choose_scopes(domains, units, unit_pods):
         for order in ORDERS:
             for packing in PACKINGS:
-                slots = pack_blocks(blocks, scope, order, packing, sub_of, orders)
+                slots = pack_blocks(blocks, scope, order, packing, sub_of=sub_of, orders=orders)
                 if slots is None or slots in seen:
                     continue
                 seen.add(slots)
-                out.append(Candidate(label=f"{scope_label}, {order}-major, {packing}", slots=slots))
+                out.append(
+                    PlanCandidate(label=f"{scope_label}, {order}-major, {packing}", slots=slots)
+                )
     return tuple(out)

@@ -63,6 +63,7 @@ class _Search:
         slots: dict[str, list[PodSlot]],
         classes: dict[str, tuple[object, ...]],
         pods: int,
+        *,
         limit: int,
     ) -> None:
         self.scorer = scorer
@@ -153,8 +154,7 @@ def exact_optimum(
     ctx = PlanContext(
         request=request, layout=layout, domains=domains, lower_bound=model.lower_bound()
     )
-    search = _Search(
-        Scorer(ctx, DEFAULT_PLUGINS, model), nodes, slots, classes, layout.pods, max_evaluations
-    )
+    scorer = Scorer(ctx, DEFAULT_PLUGINS, model)
+    search = _Search(scorer, nodes, slots, classes, layout.pods, limit=max_evaluations)
     search.run()
     return ExactResult(best=search.best, evaluations=search.evaluations)

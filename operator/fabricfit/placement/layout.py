@@ -28,9 +28,6 @@ from types import MappingProxyType
 
 from fabricfit.api.models import Parallelism
 
-DIMENSION_OF_DIGIT: Mapping[str, str] = MappingProxyType(
-    {"tp": "tensor", "cp": "context", "ep": "expert", "dp": "data", "pp": "pipeline"}
-)
 GROUP_KINDS: tuple[str, ...] = ("tensor", "context", "expert", "data", "pipeline")
 
 Group = tuple[int, ...]

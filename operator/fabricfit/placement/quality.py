@@ -32,6 +32,7 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot, NodeInfo
 from fabricfit.placement.constraints import free_after_reservations
 from fabricfit.placement.costing import StepModel
+from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import RankLayout
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot, leaf_key, node_slots
@@ -64,7 +65,7 @@ class TierFragmentation:
 
 
 @dataclass(frozen=True, slots=True)
-class Fragmentation:
+class FreeCapacity:
     """Free GPUs of the cluster and, per tier, how much of them one domain can still offer."""
 
     schedulable_gpus: int
@@ -119,14 +120,34 @@ def assess_plan(
         return None
     model = StepModel(snapshot, layout, request, profile)
     ranks = model.rank_slots(slots)
-    tensor = layout.groups.get("tensor", ())
-    data = layout.groups.get("data", ())
+    return _quality(layout.groups, ranks, model.predict(ranks).spine_bytes_per_step)
+
+
+def decision_quality(snapshot: ClusterSnapshot, decision: PlacementDecision) -> PlanQuality | None:
+    """Quality of a decision the planner just made: its own rank assignments and prediction,
+    located on the snapshot it was made on (nothing is priced again)."""
+    if not decision.feasible or decision.predicted is None or not decision.assignments:
+        return None
+    ordered = sorted(decision.assignments, key=lambda a: a.rank)
+    if any(not snapshot.has_node(a.node) for a in ordered):
+        return None
+    ranks = tuple(snapshot.slot(a.node, a.gpu) for a in ordered)
+    return _quality(decision.groups, ranks, decision.predicted.spine_bytes_per_step)
+
+
+def _quality(
+    groups: Mapping[str, Sequence[Sequence[int]]],
+    ranks: Sequence[GpuSlot],
+    spine_bytes_per_step: float,
+) -> PlanQuality:
+    tensor = groups.get("tensor", ())
+    data = groups.get("data", ())
     return PlanQuality(
         tensor_groups=len(tensor),
         tensor_groups_crossing_nvlink=sum(crosses_nvlink(g, ranks) for g in tensor),
         data_groups=len(data),
         data_groups_crossing_rail_group=sum(crosses_rail_group(g, ranks) for g in data),
-        spine_bytes_per_step=model.predict(ranks).spine_bytes_per_step,
+        spine_bytes_per_step=spine_bytes_per_step,
     )
 
 
@@ -157,7 +178,7 @@ def measure_fragmentation(
     snapshot: ClusterSnapshot,
     reservations: Mapping[str, int] = NO_RESERVATIONS,
     pod_sizes: Sequence[int] = POD_SIZES,
-) -> Fragmentation:
+) -> FreeCapacity:
     """Free GPUs per tier of the available nodes (see the module doc)."""
     nodes = [n for n in snapshot.nodes if n.available and n.gpus > 0]
     free = {n.name: free_after_reservations(n, reservations) for n in nodes}
@@ -196,7 +217,7 @@ def measure_fragmentation(
                 ),
             )
         )
-    return Fragmentation(
+    return FreeCapacity(
         schedulable_gpus=sum(n.gpus for n in nodes),
         free_gpus=sum(free.values()),
         tiers=tuple(tiers),

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
-from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.kube.workloads import patch_pod, patch_workload
+from fabricfit.reconcile.context import Target
+from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kinds import (
     allows_pod_affinity,
     build_unsuspend_patch,
@@ -41,6 +42,15 @@ from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
 from fabricfit.render.workload import build_template_patch, build_workload_labels
 
 
+@dataclass(frozen=True)
+class Intent:
+    """What the reconcile decided the workload must carry (see ``service.decide_intent``)."""
+
+    plan: tuple[str, ...]
+    rail_group_key: str | None
+    kueue_annotations: Mapping[str, str]
+
+
 @dataclass
 class Applied:
     """What applying changed and what stopped it."""
@@ -52,41 +62,24 @@ class Applied:
     lost: set[int] = field(default_factory=set)
 
 
-async def apply_to_workload(
-    rest: Rest,
-    namespace: str,
-    name: str,
-    spec: TrainingTopologySpec,
-    workload: Mapping[str, Any],
-    *,
-    rail_group_key: str | None,
-    kueue_annotations: Mapping[str, str],
-) -> Applied:
-    ref = spec.workload_ref
-    assert ref is not None
-    mode = spec.placement.mode
-    result = Applied()
-    if mode == "advisory":
-        return result
-    kind = kind_named(ref.kind)
-    if kind is not None and kind.selects_pods:
-        await _label_pods(rest, namespace, name, workload.get("items") or [])
-        return result
+def build_patch_for(target: Target, intent: Intent, topology: str) -> dict[str, Any]:
+    """The merge patch that puts ``intent`` on the workload's templates ({}: nothing to do)."""
+    spec, ref, workload = target.spec, target.ref, target.workload or {}
+    # The API server rejects pod-affinity changes to the templates of some kinds.
+    rail_group_key = intent.rail_group_key if allows_pod_affinity(ref.kind) else None
     templates = pod_templates(ref.kind, workload)
-    if not allows_pod_affinity(ref.kind):
-        rail_group_key = None  # the API server rejects pod-affinity changes to these templates
     counts = [template_pod_count(ref.kind, workload, path) for path, _ in templates]
     per_podset = group_podsets(
-        [fit_to_podset(kueue_annotations, count) for count in counts],
+        [fit_to_podset(intent.kueue_annotations, count) for count in counts],
         counts,
-        podset_group_name(name),
+        podset_group_name(topology),
     )
     new = [
         (
             path,
             build_template_patch(
-                topology_name=name,
-                mode=mode,
+                topology_name=topology,
+                mode=spec.placement.mode,
                 queue_name=spec.queue_name,
                 rail_group_key=rail_group_key,
                 kueue_annotations=annotations,
@@ -96,10 +89,28 @@ async def apply_to_workload(
         for (path, template), annotations in zip(templates, per_podset, strict=True)
     ]
     body = build_workload_patch(ref.kind, workload, new)
+    labels = build_workload_labels(spec.queue_name)
+    if body and labels:
+        body.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    return body
+
+
+async def apply_to_workload(
+    rest: Rest, key: TopologyKey, target: Target, intent: Intent
+) -> Applied:
+    """Patch the workload's templates for the mode, then lift its suspension when fabricfit
+    alone gates it (pinned mode without a Kueue queue)."""
+    spec, ref, workload = target.spec, target.ref, target.workload or {}
+    namespace, name = key
+    result = Applied()
+    if spec.placement.mode == "advisory":
+        return result
+    kind = kind_named(ref.kind)
+    if kind is not None and kind.selects_pods:
+        await _label_pods(rest, namespace, name, workload.get("items") or [])
+        return result
+    body = build_patch_for(target, intent, name)
     if body:
-        labels = build_workload_labels(spec.queue_name)
-        if labels:
-            body.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
         try:
             await patch_workload(rest, ref, namespace, body)
         except ApiError as err:
@@ -112,7 +123,8 @@ async def apply_to_workload(
             )
             return result
         result.patched_workload = True
-    if mode == "pinned" and not spec.queue_name and is_suspended(ref.kind, workload):
+    pinned_alone = spec.placement.mode == "pinned" and not spec.queue_name
+    if pinned_alone and is_suspended(ref.kind, workload):
         unsuspend = build_unsuspend_patch(ref.kind)
         if unsuspend is not None:
             await patch_workload(rest, ref, namespace, unsuspend)
@@ -135,33 +147,21 @@ async def _label_pods(
                 raise
 
 
-def pod_index_of(
-    kind: str,
-    pod: Mapping[str, Any],
-    spec: TrainingTopologySpec,
-    workload: Mapping[str, Any] | None,
-) -> int | None:
-    ref = spec.workload_ref
-    index_label = ref.index_label if ref is not None else None
-    return pod_index(kind, pod, workload=workload, index_label=index_label)
+def pod_index_of(target: Target, pod: Mapping[str, Any]) -> int | None:
+    """The pod's global index in the target's workload, or None."""
+    ref = target.ref
+    return pod_index(ref.kind, pod, workload=target.workload, index_label=ref.index_label)
 
 
 async def pin_pods(
-    rest: Rest,
-    spec: TrainingTopologySpec,
-    pods: Sequence[Mapping[str, Any]],
-    plan: Sequence[str],
-    snapshot: ClusterSnapshot,
-    workload: Mapping[str, Any] | None,
+    rest: Rest, target: Target, plan: Sequence[str], snapshot: ClusterSnapshot
 ) -> Applied:
     """Pin every gated pod to its planned node; report pods whose planned node is unusable."""
-    ref = spec.workload_ref
-    assert ref is not None
     result = Applied()
-    for pod in pods:
+    for pod in target.pods:
         if not is_gated(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue
-        index = pod_index_of(ref.kind, pod, spec, workload)
+        index = pod_index_of(target, pod)
         if index is None or index >= len(plan):
             continue
         node = plan[index]

@@ -1,16 +1,20 @@
-"""Operator-wide configuration and mutable state shared by the handlers (kopf ``memo``)."""
+"""Operator-wide configuration and state shared by the handlers (kopf ``memo``), and the
+context one reconcile passes down instead of long parameter lists."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
+from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.inventory import Holding, Ledger, TopologyKey
+from fabricfit.render.record import PlanRecord
 
 
 @dataclass(frozen=True)
@@ -48,3 +52,41 @@ class OperatorState:
 
     def lock_for(self, key: TopologyKey) -> asyncio.Lock:
         return self.object_locks.setdefault(key, asyncio.Lock())
+
+
+@dataclass(frozen=True)
+class Run:
+    """The fixed inputs of one reconcile of one TrainingTopology (taken under its lock).
+
+    ``draft`` is the status being prepared (mutable by design: steps set conditions on it);
+    ``record`` is the plan the status showed when the reconcile began, parsed once."""
+
+    key: TopologyKey
+    state: OperatorState
+    views_of: Callable[[], Views]
+    draft: StatusDraft
+    record: PlanRecord
+
+    @property
+    def namespace(self) -> str:
+        return self.key[0]
+
+    @property
+    def name(self) -> str:
+        return self.key[1]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the reconcile found to place: the parsed spec, its workload (None while absent),
+    the pod template whose constraints the plan honours, and the workload's pods."""
+
+    spec: TrainingTopologySpec
+    workload: Mapping[str, Any] | None
+    template: Mapping[str, Any] | None
+    pods: tuple[Mapping[str, Any], ...]
+
+    @property
+    def ref(self) -> WorkloadRef:
+        assert self.spec.workload_ref is not None  # parse_spec refuses specs without one
+        return self.spec.workload_ref

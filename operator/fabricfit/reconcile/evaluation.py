@@ -15,21 +15,11 @@ from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.reconcile.applying import pod_index_of
+from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.render.pods import is_gated, planned_node_of
 
 MAX_LISTED = 8
-
-
-def planned_nodes(status: Mapping[str, Any]) -> list[str]:
-    """status.pods as a list indexed by pod index (empty if incomplete)."""
-    by_index: dict[int, str] = {}
-    for item in status.get("pods") or []:
-        if isinstance(item, Mapping) and isinstance(item.get("index"), int) and item.get("node"):
-            by_index[item["index"]] = str(item["node"])
-    if not by_index or sorted(by_index) != list(range(len(by_index))):
-        return []
-    return [by_index[i] for i in range(len(by_index))]
 
 
 def is_pinned_or_bound(pod: Mapping[str, Any]) -> bool:
@@ -77,21 +67,16 @@ def evaluate_degraded(
 
 
 def evaluate(
-    draft: StatusDraft,
-    spec: TrainingTopologySpec,
-    plan: Sequence[str],
-    pods: Sequence[Mapping[str, Any]],
-    snapshot: ClusterSnapshot,
-    workload: Mapping[str, Any] | None,
+    draft: StatusDraft, target: Target, plan: Sequence[str], snapshot: ClusterSnapshot
 ) -> None:
+    """Set ``Degraded`` and ``Placed`` from what the pods and nodes show (see the module doc)."""
+    spec = target.spec
     evaluate_degraded(draft, spec, plan, snapshot)
-    ref = spec.workload_ref
-    assert ref is not None
     bound: dict[int, str] = {}
-    for pod in pods:
+    for pod in target.pods:
         if (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}:
             continue
-        index = pod_index_of(ref.kind, pod, spec, workload)
+        index = pod_index_of(target, pod)
         node = (pod.get("spec") or {}).get("nodeName")
         if index is not None and node:
             bound[index] = node

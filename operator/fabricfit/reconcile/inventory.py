@@ -21,6 +21,7 @@ from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.fabric.pods import pod_gpu_request
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.render.record import PlanRecord, read_plan
 
 TopologyKey = tuple[str, str]  # (namespace, name)
 
@@ -86,50 +87,31 @@ def slim_pod(body: Mapping[str, Any]) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Holding:
-    """What the watch last showed of a TrainingTopology: its reservation and plan."""
+    """What the watch last showed of a TrainingTopology: its recorded plan (reservation
+    included) and what a pod event needs to pin straight from it (``podevents.pin_from_plan``)."""
 
     resource_version: int
-    gpus_by_node: Mapping[str, int]
-    planned_nodes: tuple[str, ...] = ()
-    # What a pod event needs to pin straight from the plan (see service.pin_from_plan).
+    plan: PlanRecord = field(default_factory=PlanRecord)
     kind: str = ""
     index_label: str | None = None
     mode: str = ""
-    current: bool = False  # the plan was made for the spec's present generation
+    current: bool = False  # the status was written for the spec's present generation
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
     status = body.get("status") or {}
-    planned: dict[int, str] = {}
-    for item in status.get("pods") or []:
-        if isinstance(item, Mapping) and isinstance(item.get("index"), int):
-            planned[item["index"]] = str(item.get("node"))
-    nodes = tuple(planned.get(i, "") for i in range(max(planned, default=-1) + 1))
     spec = body.get("spec") or {}
     ref = spec.get("workloadRef") or {}
     placement = spec.get("placement") or {}
     generation = (body.get("metadata") or {}).get("generation")
     return Holding(
         resource_version(body),
-        parse_reservation(status),
-        nodes,
+        read_plan(status),
         kind=str(ref.get("kind") or ""),
         index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,
     )
-
-
-def parse_reservation(status: Mapping[str, Any] | None) -> dict[str, int]:
-    result: dict[str, int] = {}
-    for item in (status or {}).get("reservation") or []:
-        if (
-            isinstance(item, Mapping)
-            and isinstance(item.get("node"), str)
-            and isinstance(item.get("gpus"), int)
-        ):
-            result[item["node"]] = result.get(item["node"], 0) + item["gpus"]
-    return result
 
 
 def resource_version(body: Mapping[str, Any]) -> int:
@@ -181,7 +163,7 @@ class Ledger:
         for key, seen in watched.items():
             newest = self.newest(key, seen)
             if newest is not None:
-                result[key] = newest.gpus_by_node
+                result[key] = newest.plan.reservation
         return result
 
 

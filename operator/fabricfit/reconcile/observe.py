@@ -4,11 +4,14 @@ Theory of operation
 -------------------
 The handlers call :class:`Observer` after each reconcile or release; it never changes the
 cluster. Per-job gauges follow the status the reconcile left on the object; plan quality
-(crossings, spine bytes) is priced again only when the planned pods change, so the resync path
-stays cheap. Plans are counted as they are written (a new or changed ``status.pods``), failures
-as ``Planned`` turns False (or changes its reason), so a job waiting for GPUs counts once, not
-once per resync. The cluster census (fragmentation, and pruning gauges of TrainingTopologies
-that disappeared while nobody watched) runs on its own period from the same kopf indexes.
+(crossings, spine bytes) comes from the reconcile's :class:`~fabricfit.reconcile.service.Outcome`:
+a plan made by this reconcile is read off its decision (its rank assignments and prediction),
+and only a plan this process did not make (found after a restart, or re-placed) is priced, once
+per change of the planned pods, so the resync path stays cheap. Plans are counted as they are
+written (a new or changed ``status.pods``), failures as ``Planned`` turns False (or changes its
+reason), so a job waiting for GPUs counts once, not once per resync. The cluster census
+(fragmentation, and pruning gauges of TrainingTopologies that disappeared while nobody
+watched) runs on its own period from the same kopf indexes.
 """
 
 from __future__ import annotations
@@ -20,20 +23,25 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from fabricfit.api.conditions import ConditionType, Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.placement import build_layout, request_from_spec
-from fabricfit.placement.quality import assess_plan, measure_fragmentation
+from fabricfit.placement.layout import Groups
+from fabricfit.placement.quality import (
+    PlanQuality,
+    assess_plan,
+    decision_quality,
+    measure_fragmentation,
+)
 from fabricfit.reconcile import planning
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.detected import detection_of
-from fabricfit.reconcile.evaluation import planned_nodes
 from fabricfit.reconcile.inventory import TopologyKey, holds_of_others
 from fabricfit.reconcile.service import Outcome, key_of
+from fabricfit.render.record import PlanRecord, read_plan
 
 logger = logging.getLogger(__name__)
 NOBODY: TopologyKey = ("", "")
@@ -79,8 +87,8 @@ class Observer:
     ) -> None:
         key = key_of(body)
         meta = body.get("metadata") or {}
-        before = planned_nodes(body.get("status") or {})
-        after = planned_nodes(outcome.status)
+        before = read_plan(body.get("status")).pods
+        after = outcome.plan.pods
         self.metrics.count_pins(outcome.pinned)
         if after and after != before:
             made = _reason(outcome.status, ConditionType.PLANNED) or Reason.PLANNED.value
@@ -96,7 +104,7 @@ class Observer:
         if key not in self.metrics.jobs():
             self._assessed.pop(key, None)
             return
-        self._assess(key, body, outcome.status, after, views_of)
+        self._assess(key, body, outcome, views_of)
 
     def after_release(self, body: Mapping[str, Any]) -> None:
         key = key_of(body)
@@ -107,38 +115,45 @@ class Observer:
         self,
         key: TopologyKey,
         body: Mapping[str, Any],
-        status: Mapping[str, Any],
-        plan: list[str],
+        outcome: Outcome,
         views_of: Callable[[], Views],
     ) -> None:
+        record, spec = outcome.plan, outcome.spec
         generation = (body.get("metadata") or {}).get("generation")
-        seen = (tuple(plan), generation, status.get("fabric"), status.get("labelScheme"))
-        if self._assessed.get(key) == seen:
+        seen = (record.pods, generation, record.fabric, record.label_scheme)
+        if self._assessed.get(key) == seen or spec is None:
             return
-        try:
-            spec = TrainingTopologySpec.model_validate(body.get("spec") or {})
-        except ValidationError:
-            return
-        settled = status.get("gpusPerPod")
-        if "gpus_per_pod" not in spec.model_fields_set and isinstance(settled, int):
-            spec = spec.model_copy(update={"gpus_per_pod": settled})  # from the workload
+        snapshot = planning.recent_snapshot(
+            self.state, views_of, planning.scheme_of(spec, self.state)
+        )
+        decision = outcome.decision
+        if decision is not None and decision.pods == record.pods:
+            groups, quality = decision.groups, decision_quality(snapshot, decision)
+        else:
+            groups, quality = self._price(key, spec, record, snapshot)
+        self.metrics.set_quality(key, quality, {k: len(v) for k, v in groups.items()})
+        self._assessed[key] = seen
+
+    def _price(
+        self,
+        key: TopologyKey,
+        spec: TrainingTopologySpec,
+        record: PlanRecord,
+        snapshot: ClusterSnapshot,
+    ) -> tuple[Mapping[str, Groups], PlanQuality | None]:
+        """Price a plan this process did not make (found after a restart, or re-placed)."""
         layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
-        groups = {k: len(v) for k, v in layout.groups.items()}
-        scheme = planning.scheme_of(spec, self.state)
-        snapshot = planning.recent_snapshot(self.state, views_of, scheme)
         try:
-            fabric = status.get("fabric")
             profile = (
-                get_profile(str(fabric))
-                if fabric
+                get_profile(record.fabric)
+                if record.fabric
                 else planning.resolve_profile(spec, snapshot, self.state.config.default_fabric)
             )
-            quality = assess_plan(snapshot, layout, request_from_spec(spec), profile, plan)
+            quality = assess_plan(snapshot, layout, request_from_spec(spec), profile, record.pods)
         except ValueError as err:  # ProfileError, CostError: nothing to price
             logger.debug("no plan quality for %s/%s: %s", *key, err)
             quality = None
-        self.metrics.set_quality(key, quality, groups)
-        self._assessed[key] = seen
+        return layout.groups, quality
 
     def census(self, views: Views) -> None:
         """Fragmentation of the free GPUs; drop gauges of TrainingTopologies that are gone."""

@@ -16,10 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from fabricfit.api.conditions import Reason
-from fabricfit.api.constants import GROUP, PLURAL, VERSION
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.profiles import FabricProfile, get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
@@ -32,9 +30,9 @@ from fabricfit.placement import (
 )
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.replace import Replacement, replace_pods
-from fabricfit.reconcile.context import OperatorState, Views
-from fabricfit.reconcile.draft import StatusDraft
-from fabricfit.reconcile.inventory import TopologyKey, holds_of_others, take_snapshot
+from fabricfit.reconcile.context import OperatorState, Run, Target, Views
+from fabricfit.reconcile.inventory import holds_of_others, take_snapshot
+from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
 
 SNAPSHOT_MAX_AGE_SECONDS = 1.0
@@ -87,21 +85,14 @@ def recent_snapshot(
     return fresh_snapshot(state, views_of(), scheme)
 
 
-def plan_still_fits(
-    state: OperatorState,
-    key: TopologyKey,
-    spec: TrainingTopologySpec,
-    template: Mapping[str, Any] | None,
-    views: Views,
-    snapshot: ClusterSnapshot,
-    plan: Sequence[str],
-) -> bool:
-    """Whether a plan whose pods have not started still fits: every node available, matching
-    the workload's constraints (which may have appeared after planning), with room for its pods
-    once other plans' holds are taken out."""
-    held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
-    request = request_from_spec(spec, template)
-    for node, count in Counter(plan).items():
+def plan_still_fits(run: Run, target: Target, views: Views, snapshot: ClusterSnapshot) -> bool:
+    """Whether the recorded plan, whose pods have not started, still fits: every node available,
+    matching the workload's constraints (which may have appeared after planning), with room for
+    its pods once other plans' holds are taken out."""
+    spec = target.spec
+    held = holds_of_others(run.key, run.state.ledger.merged(views.topologies), views.pods)
+    request = request_from_spec(spec, target.template)
+    for node, count in Counter(run.record.pods).items():
         if not snapshot.has_node(node):
             return False
         extra = {node: held.get(node, 0) + (count - 1) * spec.gpus_per_pod}
@@ -110,13 +101,15 @@ def plan_still_fits(
     return True
 
 
-async def write_status(state: OperatorState, key: TopologyKey, draft: StatusDraft) -> None:
-    body = draft.body()
+async def write_status(run: Run) -> None:
+    """Write the draft when it changes anything, and remember the write in the ledger."""
+    body = run.draft.body()
     if body is None:
         return
-    written = await patch_status(state.rest, key[0], key[1], body, f"{GROUP}/{VERSION}", PLURAL)
-    state.ledger.record(key, written)
-    draft.committed(written.get("status") or {})
+    state = run.state
+    written = await patch_status(state.rest, run.namespace, run.name, body)
+    state.ledger.record(run.key, written)
+    run.draft.committed(written.get("status") or {})
 
 
 def capacity_fingerprint(
@@ -140,31 +133,21 @@ def capacity_fingerprint(
 
 
 def _inputs(
-    state: OperatorState,
-    key: TopologyKey,
-    spec: TrainingTopologySpec,
-    template: Mapping[str, Any] | None,
-    views: Views,
+    run: Run, target: Target
 ) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
     """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
+    state, spec, views = run.state, target.spec, run.views_of()
     snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
-    held = holds_of_others(key, state.ledger.merged(views.topologies), views.pods)
-    request = request_from_spec(spec, template)
+    held = holds_of_others(run.key, state.ledger.merged(views.topologies), views.pods)
+    request = request_from_spec(spec, target.template)
     return snapshot, request, resolve_profile(spec, snapshot, state.config.default_fabric), held
 
 
-async def plan_and_reserve(
-    state: OperatorState,
-    key: TopologyKey,
-    spec: TrainingTopologySpec,
-    template: Mapping[str, Any] | None,
-    views_of: Callable[[], Views],
-    draft: StatusDraft,
-    workload_display: str,
-) -> PlanResult | None:
+async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
     """Plan under the lock and write the reservation; None when the job does not fit now."""
+    state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
-        snapshot, request, profile, held = _inputs(state, key, spec, template, views_of())
+        snapshot, request, profile, held = _inputs(run, target)
         inputs = capacity_fingerprint(snapshot, held, (draft.generation, repr(request), profile))
         if state.infeasible.get(key) == inputs:
             return None  # nothing changed since this job last did not fit: don't plan again
@@ -173,48 +156,34 @@ async def plan_and_reserve(
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
             draft.condition(Reason.INSUFFICIENT_GPUS, _why(decision))
-            await write_status(state, key, draft)
+            await write_status(run)
             return None
         state.infeasible.pop(key, None)
-        reservation = reservation_of(decision, spec.gpus_per_pod)
         fields = build_plan_status(
             decision,
-            spec=spec,
-            workload_display=workload_display,
-            reservation=reservation,
+            spec=target.spec,
+            reservation=reservation_of(decision, target.spec.gpus_per_pod),
             generation=draft.generation,
+            label_scheme=snapshot.scheme,
             planned_at=datetime.now(UTC),
         )
-        draft.set(**{**fields, "labelScheme": snapshot.scheme})
+        draft.set(**fields)
         draft.condition(Reason.PLANNED, _summary(decision))
-        await write_status(state, key, draft)
+        await write_status(run)
         return PlanResult(decision, snapshot)
 
 
 async def replace_and_reserve(
-    state: OperatorState,
-    key: TopologyKey,
-    spec: TrainingTopologySpec,
-    template: Mapping[str, Any] | None,
-    views_of: Callable[[], Views],
-    draft: StatusDraft,
-    current: Sequence[str],
-    lost: set[int],
+    run: Run, target: Target, current: Sequence[str], lost: set[int]
 ) -> Replacement | None:
     """Move lost pods to healthy nodes and record the new plan before any of them is pinned."""
-    async with state.plan_lock:
-        snapshot, request, profile, held = _inputs(state, key, spec, template, views_of())
+    async with run.state.plan_lock:
+        snapshot, request, profile, held = _inputs(run, target)
         replacement = replace_pods(snapshot, request, profile, current, lost, reservations=held)
         if replacement is None:
             return None
-        counts = Counter(replacement.pods)
-        draft.set(
-            pods=[{"index": i, "node": n} for i, n in enumerate(replacement.pods)],
-            reservation=[
-                {"node": n, "gpus": c * spec.gpus_per_pod} for n, c in sorted(counts.items())
-            ],
-        )
-        await write_status(state, key, draft)
+        run.draft.set(**plan_fields(replacement.pods, target.spec.gpus_per_pod))
+        await write_status(run)
         return replacement
 
 

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 In ``kueue-tas`` mode Kueue places the pods; fabricfit's plan is a witness that tells which
-Kueue constraints are satisfiable right now (reference/kueue-tas.md §1.3, §2.6):
+Kueue constraints are satisfiable right now (Kueue's topology-aware scheduling docs and its
+``pkg/cache/tas`` domain matching):
 
 * ``podset-required-topology`` = the *finest* tier whose one domain holds every planned pod
   (hostname, NVLink domain, rack, rail group, spine, in that order). Kueue compares domains as
@@ -48,7 +49,6 @@ from fabricfit.api.constants import (
 from fabricfit.fabric.schemes import LabelScheme, resolve
 from fabricfit.fabric.schemes.clouds import EKS_LAYERS
 from fabricfit.fabric.schemes.native import NATIVE
-from fabricfit.placement.decision import PlacementDecision
 
 #: Tiers, finest first; a tier's domain is qualified by every tier after it.
 TIERS_FINEST_FIRST: Final = ("hostname", "nvlink_domain", "rack", "rail_group", "spine")
@@ -97,19 +97,20 @@ def _provider_keys(provider: LabelScheme | None, tier: str) -> tuple[str, ...]:
 
 
 def build_kueue_annotations(
-    decision: PlacementDecision,
+    pods: Sequence[str],
     *,
+    tensor_groups: Sequence[Sequence[int]],
     gpus_per_pod: int,
     tensor: int,
     tier_keys: Mapping[str, str],
     node_labels: Mapping[str, Mapping[str, str]],
 ) -> dict[str, str]:
-    """Kueue pod-set annotations for the plan in ``decision`` (see the module docstring).
+    """Kueue pod-set annotations for the plan ``pods`` (node per pod index; see the module doc).
 
-    ``node_labels`` maps each planned node to its labels. An infeasible decision (no plan)
-    only gets the preferred topology.
+    ``tensor_groups`` are the layout's tensor-parallel rank groups; ``node_labels`` maps each
+    planned node to its labels. No plan (``pods`` empty) only gets the preferred topology.
     """
-    nodes = sorted(set(decision.pods)) if decision.feasible else []
+    nodes = sorted(set(pods))
     required = next(
         (t for t in TIERS_FINEST_FIRST if _one_domain(nodes, t, tier_keys, node_labels)), None
     )
@@ -121,10 +122,16 @@ def build_kueue_annotations(
         if preferred is not None:
             annotations[KUEUE_PREFERRED_TOPOLOGY] = tier_keys[preferred]
     if required not in ("hostname", "nvlink_domain"):
-        size = _slice_size(decision, gpus_per_pod, tensor, tier_keys, node_labels)
+        size = _slice_size(
+            pods,
+            tensor_groups,
+            gpus_per_pod=gpus_per_pod,
+            tensor=tensor,
+            tier_keys=tier_keys,
+            node_labels=node_labels,
+        )
         layers = [] if size is None else [(tier_keys["nvlink_domain"], size)]
         if required in (None, "spine"):
-            pods = decision.pods if decision.feasible else ()
             layers = _rail_group_layer(pods, size, tier_keys, node_labels) + layers
         annotations.update(slice_annotations(layers))
     return annotations
@@ -159,7 +166,7 @@ def slice_layers(annotations: Mapping[str, str]) -> list[tuple[str, int]] | None
     level = annotations.get(KUEUE_SLICE_REQUIRED_TOPOLOGY)
     if level is None and KUEUE_SLICE_SIZE not in annotations:
         return []
-    size = parse_size(annotations.get(KUEUE_SLICE_SIZE))
+    size = parse_slice_size(annotations.get(KUEUE_SLICE_SIZE))
     return [(level, size)] if level and size is not None else None
 
 
@@ -225,7 +232,7 @@ def group_podsets(
     return fitted
 
 
-def parse_size(value: str | None) -> int | None:
+def parse_slice_size(value: str | None) -> int | None:
     """A positive decimal annotation value, else None."""
     if value is None or not value.isascii() or not value.isdigit() or int(value) == 0:
         return None
@@ -255,7 +262,9 @@ def _one_domain(
 
 
 def _slice_size(
-    decision: PlacementDecision,
+    pods: Sequence[str],
+    groups: Sequence[Sequence[int]],
+    *,
     gpus_per_pod: int,
     tensor: int,
     tier_keys: Mapping[str, str],
@@ -265,10 +274,8 @@ def _slice_size(
     if "nvlink_domain" not in tier_keys or gpus_per_pod <= 0 or tensor <= gpus_per_pod:
         return None
     size, rest = divmod(tensor, gpus_per_pod)
-    pods = decision.pods
-    if rest or not decision.feasible or not pods or len(pods) % size:
+    if rest or not pods or len(pods) % size:
         return None
-    groups = decision.groups.get("tensor", ())
     if not groups:
         return None
     for group in groups:

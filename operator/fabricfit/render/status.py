@@ -81,21 +81,20 @@ def build_plan_status(
     decision: PlacementDecision,
     *,
     spec: TrainingTopologySpec,
-    workload_display: str,
     reservation: Mapping[str, int],
     generation: int,
     label_scheme: str | None = None,
-    plan_hash: str | None = None,
     planned_at: datetime | str | None = None,
 ) -> dict[str, Any]:
     """The plan part of ``status`` for ``decision`` (camelCase; see the module doc)."""
+    ref = spec.workload_ref
     feasible = decision.feasible
     predicted = _prediction(decision.predicted) if feasible else None
     lower = _seconds(decision.lower_bound.step_comm_seconds) if decision.lower_bound else None
     efficiency = round(decision.efficiency, 6) if predicted and lower is not None else None
     return {
         "observedGeneration": generation,
-        "workload": workload_display,
+        "workload": f"{ref.kind}/{ref.name}" if ref is not None else None,
         "worldSize": spec.world_size,
         "gpusPerPod": spec.gpus_per_pod,
         "pods": [{"index": i, "node": n} for i, n in enumerate(decision.pods[:MAX_PODS])]
@@ -115,7 +114,6 @@ def build_plan_status(
         "reasons": [r[:MAX_REASON_CHARS] for r in decision.reasons[:MAX_REASONS]],
         "fabric": decision.fabric or None,
         "labelScheme": label_scheme,
-        "planHash": plan_hash,
         "plannedAt": timestamp(planned_at) if planned_at is not None else None,
     }
 

@@ -62,7 +62,6 @@ def full_status() -> TrainingTopologyStatus:
         degraded_ranks=(),
         fabric="dgx-h100",
         label_scheme="native",
-        plan_hash="0123abcd",
         planned_at=T0,
         kopf={"progress": {"reconcile": {"retries": 0}}},
     )
@@ -182,7 +181,6 @@ def test_rfc3339_is_utc_whole_seconds() -> None:
     [
         ("efficiency", 1.5),
         ("lowerBoundSeconds", -0.1),
-        ("planHash", "XYZ"),
         ("conditions", [cond(f"T{i}", "True").model_dump(by_alias=True) for i in range(17)]),
         ("reasons", ["r"] * 33),
         ("degradedRanks", [-1]),

@@ -117,7 +117,7 @@ REFERENCE_ONLY: tuple[tuple[Measurement, str], ...] = (
     (_row("V25", "dgx-h100", AR, 128, 1, 2, "seconds", 5.56e-6, "nccl#1259 (CUDA graph)", "nvls"),
      "NVLS latency is NCCL's tuner constant (25 us) so that auto picks what NCCL picks"),
     (_row("V10", "dgx-h100", AR, 58 * 10**6, 1, 8, "busbw", 150.0, "scaling-book gpus.md figure"),
-     "JAX with SHARP off, read from a figure; mid-size regime (cost-model.md §7)"),
+     "JAX with SHARP off, read from a figure; mid-size regime"),
 )
 # fmt: on
 

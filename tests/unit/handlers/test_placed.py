@@ -6,6 +6,7 @@ from typing import Any
 
 from fabricfit.handlers.placed import PlacedTrigger, job_pod_entry
 from fabricfit.reconcile.inventory import Holding
+from fabricfit.render.record import PlanRecord
 
 KEY = ("team", "llama")
 
@@ -32,7 +33,7 @@ def index(*pods: Any) -> dict[Any, list[tuple[str, bool]]]:
     return out
 
 
-HOLDING = Holding(resource_version=5, gpus_by_node={"a": 8, "b": 8}, planned_nodes=("a", "b"))
+HOLDING = Holding(resource_version=5, plan=PlanRecord(("a", "b"), {"a": 8, "b": 8}))
 
 
 def test_fires_when_the_last_pod_is_bound_and_only_once() -> None:
@@ -42,7 +43,7 @@ def test_fires_when_the_last_pod_is_bound_and_only_once() -> None:
     second = pod("p1", "b")
     assert trigger.due(second, HOLDING, index(first, second)) == KEY
     assert trigger.due(second, HOLDING, index(first, second)) is None  # a status update
-    moved = Holding(resource_version=9, gpus_by_node={"c": 8, "b": 8}, planned_nodes=("c", "b"))
+    moved = Holding(resource_version=9, plan=PlanRecord(("c", "b"), {"c": 8, "b": 8}))
     assert trigger.due(second, moved, index(first, second)) == KEY  # a new plan re-arms
     trigger.forget(KEY)
     assert trigger.due(second, moved, index(first, second)) == KEY
@@ -55,4 +56,4 @@ def test_terminal_unlabelled_and_unplanned_pods_do_not_fire() -> None:
     assert trigger.due(bound, HOLDING, index(done, bound)) is None
     assert job_pod_entry({"metadata": {"name": "x", "labels": {}}}) is None
     assert trigger.due(bound, None, index(bound)) is None
-    assert trigger.due(bound, Holding(1, {}), index(bound)) is None
+    assert trigger.due(bound, Holding(1), index(bound)) is None

@@ -10,6 +10,7 @@ from fabricfit.placement import build_layout
 from fabricfit.placement.quality import (
     TIERS,
     assess_plan,
+    decision_quality,
     measure_fragmentation,
     plan_slots,
 )
@@ -132,3 +133,30 @@ def test_empty_cluster_is_all_free_and_whole() -> None:
     assert frag.tier("nvlink_domain").largest_free_gpus == 16
     assert frag.tier("rail_group").largest_free_pods[8] == 2
     assert frag.tier("cluster").largest_free_pods[8] == 4
+
+
+@pytest.mark.parametrize(
+    ("gpus_per_pod", "parallelism"),
+    [(8, {"tensor": 8, "data": 4}), (4, {"tensor": 8, "data": 2}), (8, {"tensor": 4, "data": 8})],
+)
+def test_a_fresh_decision_has_the_quality_of_its_recorded_plan(
+    gpus_per_pod: int, parallelism: dict[str, int]
+) -> None:
+    # The operator reads a new plan's quality off the decision; a plan read back from status
+    # is priced. Both must agree, or the metrics would change after an operator restart.
+    snapshot = make_cluster(rail_groups_per_spine=2, nodes_per_rail_group=4)
+    request = _request(gpus_per_pod, **parallelism)
+    decision = plan_placement(snapshot, request, PROFILE)
+    assert decision.feasible
+    fresh = decision_quality(snapshot, decision)
+    recorded = _assess(snapshot, request, list(decision.pods))
+    assert fresh is not None and recorded is not None
+    assert fresh.tensor_groups_crossing_nvlink == recorded.tensor_groups_crossing_nvlink
+    assert fresh.data_groups_crossing_rail_group == recorded.data_groups_crossing_rail_group
+    assert fresh.spine_bytes_per_step == pytest.approx(recorded.spine_bytes_per_step)
+
+
+def test_no_quality_for_an_infeasible_decision() -> None:
+    snapshot = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=1)
+    decision = plan_placement(snapshot, _request(tensor=8, data=64), PROFILE)
+    assert not decision.feasible and decision_quality(snapshot, decision) is None

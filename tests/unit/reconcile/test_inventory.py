@@ -6,7 +6,6 @@ from typing import Any
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.reconcile.inventory import (
-    Holding,
     Ledger,
     holding_of,
     holds_of_others,
@@ -76,7 +75,9 @@ def test_deleted_topologies_drop_out_of_the_ledger() -> None:
 def test_holding_reads_plan_and_ignores_garbage() -> None:
     body = tt_body("7", [{"node": "a", "gpus": 8}, {"node": 3, "gpus": "x"}],
                    [{"index": 1, "node": "b"}, {"index": 0, "node": "a"}])  # fmt: skip
-    assert holding_of(body) == Holding(7, {"a": 8}, ("a", "b"), mode="pinned")
+    holding = holding_of(body)
+    assert (holding.resource_version, holding.mode) == (7, "pinned")
+    assert (holding.plan.reservation, holding.plan.pods) == ({"a": 8}, ("a", "b"))
     assert holding_of({"metadata": {"resourceVersion": "not-a-number"}}).resource_version == 0
 
 

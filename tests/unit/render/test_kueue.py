@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fabricfit.api.constants import (
@@ -19,9 +21,11 @@ from fabricfit.api.models import Parallelism
 from fabricfit.placement.decision import PlacementDecision, RankPlacement
 from fabricfit.placement.layout import build_layout
 from fabricfit.render.kueue import (
-    build_kueue_annotations,
+    build_kueue_annotations as build_from_plan,
+)
+from fabricfit.render.kueue import (
     fit_to_podset,
-    parse_size,
+    parse_slice_size,
     tier_label_keys,
 )
 
@@ -137,6 +141,11 @@ CASES = [
         {REQUIRED: LABEL_RAIL_GROUP},
     ),
 ]
+
+
+def build_kueue_annotations(plan: PlacementDecision, **kwargs: Any) -> dict[str, str]:
+    pods = plan.pods if plan.feasible else ()
+    return build_from_plan(pods, tensor_groups=plan.groups.get("tensor", ()), **kwargs)
 
 
 @pytest.mark.parametrize(("name", "plan", "expected"), CASES, ids=[c[0] for c in CASES])
@@ -312,5 +321,5 @@ def test_fit_to_podset_drops_slices_that_do_not_tile_the_podset(
 @pytest.mark.parametrize(
     ("value", "size"), [("2", 2), ("0", None), ("", None), ("-1", None), ("x", None), (None, None)]
 )
-def test_parse_size(value: str | None, size: int | None) -> None:
-    assert parse_size(value) == size
+def test_parse_slice_size(value: str | None, size: int | None) -> None:
+    assert parse_slice_size(value) == size

@@ -23,7 +23,6 @@ from fabricfit.api.constants import (
     LABEL_SPINE,
 )
 from fabricfit.api.models import Parallelism
-from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import build_layout
 from fabricfit.render.kueue import (
     build_kueue_annotations,
@@ -63,10 +62,13 @@ def annotate(pods: list[str], tensor: int, gpus_per_pod: int = 8) -> dict[str, s
     layout = build_layout(
         Parallelism(tensor=tensor, data=world // tensor), gpus_per_pod, "tp-cp-ep-dp-pp"
     )
-    plan = PlacementDecision(feasible=True, fabric="dgx-h100", groups=layout.groups,
-                             pods=tuple(pods))  # fmt: skip
     return build_kueue_annotations(
-        plan, gpus_per_pod=gpus_per_pod, tensor=tensor, tier_keys=KEYS, node_labels=NODES
+        pods,
+        tensor_groups=layout.groups["tensor"],
+        gpus_per_pod=gpus_per_pod,
+        tensor=tensor,
+        tier_keys=KEYS,
+        node_labels=NODES,
     )
 
 

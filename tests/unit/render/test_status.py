@@ -57,11 +57,9 @@ def test_placed_status() -> None:
     body = build_plan_status(
         PLACED,
         spec=SPEC,
-        workload_display="Job/llama",
         reservation=reservation_of(PLACED, 8),
         generation=4,
         label_scheme="native",
-        plan_hash="ab12",
         planned_at="2026-12-02T10:00:00Z",
     )
     assert body == {
@@ -98,7 +96,6 @@ def test_placed_status() -> None:
         "reasons": ["1 of 8 data-parallel groups span more than one rail group"],
         "fabric": "dgx-h100",
         "labelScheme": "native",
-        "planHash": "ab12",
         "plannedAt": "2026-12-02T10:00:00Z",
     }
     model = TrainingTopologyStatus.model_validate(body)
@@ -107,9 +104,7 @@ def test_placed_status() -> None:
 
 
 def test_infeasible_status_clears_the_previous_plan() -> None:
-    body = build_plan_status(
-        INFEASIBLE, spec=SPEC, workload_display="Job/llama", reservation={}, generation=5
-    )
+    body = build_plan_status(INFEASIBLE, spec=SPEC, reservation={}, generation=5)
     assert body == {
         "observedGeneration": 5,
         "workload": "Job/llama",
@@ -126,7 +121,6 @@ def test_infeasible_status_clears_the_previous_plan() -> None:
         "reasons": ["needs 32 free GPUs in 4 nodes; 16 free"],
         "fabric": "dgx-h100",
         "labelScheme": None,
-        "planHash": None,
         "plannedAt": None,
     }
     TrainingTopologyStatus.model_validate(body)
@@ -142,9 +136,7 @@ def test_bounds_and_non_finite_numbers() -> None:
         lower_bound=StepTimes(math.nan),
         reasons=tuple("x" * 2000 for _ in range(MAX_REASONS + 5)),
     )
-    body = build_plan_status(
-        wild, spec=SPEC, workload_display="Job/llama", reservation={"n0": 32, "n9": 0}, generation=1
-    )
+    body = build_plan_status(wild, spec=SPEC, reservation={"n0": 32, "n9": 0}, generation=1)
     assert body["predicted"] is None
     assert body["efficiency"] is None
     assert body["lowerBoundSeconds"] is None
@@ -177,9 +169,7 @@ def test_any_decision_gives_a_valid_status(
         lower_bound=StepTimes(lower),
     )
     reservation = reservation_of(decision, 8)
-    body = build_plan_status(
-        decision, spec=SPEC, workload_display="Job/x", reservation=reservation, generation=0
-    )
+    body = build_plan_status(decision, spec=SPEC, reservation=reservation, generation=0)
     model = TrainingTopologyStatus.model_validate(body)
     assert sum(r.gpus for r in model.reservation) == 8 * len(model.pods)
     assert [p.node for p in model.pods] == (pods if feasible else [])

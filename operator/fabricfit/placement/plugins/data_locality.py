@@ -6,7 +6,7 @@ The dense-gradient all-reduce runs once per step over each data-parallel group; 
 group it costs one leaf hop per rail, across rail groups it crosses the spine (often
 oversubscribed). ``placement.data: Required`` makes this a filter; the score is the share of DP
 groups whose pods sit in one rail group. Nodes without a rail-group label never count as one
-(design.md: without rail groups every inter-node hop crosses the spine), so a single-node group
+(without rail groups every inter-node hop crosses the spine), so a single-node group
 is the only way to satisfy the rule there.
 """
 

@@ -1,0 +1,65 @@
+"""What every handler shares: views of kopf's indexes, Event posting, guarded metrics updates."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+
+from fabricfit.reconcile.context import Views
+from fabricfit.reconcile.draft import Transition
+from fabricfit.reconcile.observe import Observer
+
+Index = Mapping[Any, Any]
+#: kopf index ids; handlers receive each as a keyword argument of that name.
+INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
+logger = logging.getLogger(__name__)
+
+
+def views_from(
+    nodes: Index,
+    pods: Index,
+    topologies: Index,
+    extra_pods: Callable[[], list[Mapping[str, Any]]] | None = None,
+) -> Callable[[], Views]:
+    """A function that copies kopf's live indexes into plain lists at call time (plus, in
+    namespaced mode, the bound pods of the namespaces kopf does not watch)."""
+
+    def take() -> Views:
+        listed = [v for store in pods.values() for v in store]
+        return Views(
+            nodes=[v for store in nodes.values() for v in store],
+            pods=listed + extra_pods() if extra_pods is not None else listed,
+            topologies={k: next(iter(store)) for k, store in topologies.items() if store},
+        )
+
+    return take
+
+
+def views_of(kwargs: Mapping[str, Any], memo: kopf.Memo) -> Callable[[], Views]:
+    """Views of the indexes kopf passed to a handler, with the other namespaces' pods that
+    start-up began to watch in namespaced mode (``memo["other_pods"]``)."""
+    nodes, pods, topologies = (kwargs[name] for name in INDEXES)
+    others = memo.get("other_pods")
+    return views_from(nodes, pods, topologies, others.pods if others is not None else None)
+
+
+def post(body: kopf.Body, transitions: tuple[Transition, ...]) -> None:
+    """One Event per condition change, of the severity its reason carries."""
+    for t in transitions:
+        kopf.event(
+            body,
+            type=t.reason.severity.value,
+            reason=t.reason.value,
+            message=f"{t.type}={t.status}: {t.message}"[:1024],
+        )
+
+
+def observe(memo: kopf.Memo, what: Callable[[Observer], None]) -> None:
+    """Update metrics; a failure there is logged and never fails the handler."""
+    try:
+        what(memo["observer"])
+    except Exception:
+        logger.exception("updating metrics failed")

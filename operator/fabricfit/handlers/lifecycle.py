@@ -1,0 +1,125 @@
+"""Operator start-up and shut-down handlers, kopf settings, and the periodic metrics census.
+
+Start-up builds the operator's state (REST client, ledger, locks) into kopf's ``memo``, serves
+``/metrics`` when a port is given and starts the census (fragmentation of the free GPUs) from
+the same indexes the handlers read; clean-up stops them. A private registry has none of kopf's
+default login handlers, so login uses the official client's loader like kopf does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from fabricfit import __version__
+from fabricfit.api.constants import FINALIZER
+from fabricfit.handlers.common import views_of
+from fabricfit.handlers.placed import PlacedTrigger
+from fabricfit.kube.rest import Rest, load_credentials
+from fabricfit.metrics import OperatorMetrics
+from fabricfit.reconcile.cluster_pods import (
+    ClusterPods,
+    ClusterPodsForbiddenError,
+    require_cluster_pods,
+)
+from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.observe import Observer
+
+logger = logging.getLogger(__name__)
+
+
+def configure_settings(settings: kopf.OperatorSettings) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="fabricfit.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="fabricfit.dev", key="last-handled-configuration"
+    )
+    settings.scanning.disabled = True
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    settings.networking.request_timeout = 60
+
+
+async def run_census(observer: Observer, take: Callable[[], Views], period: float) -> None:
+    while True:
+        try:
+            observer.census(take())
+        except Exception:
+            logger.exception("cluster census for metrics failed")
+        await asyncio.sleep(period)
+
+
+async def watch_other_namespaces(state: OperatorState, memo: kopf.Memo) -> ClusterPods:
+    """Namespaced mode: refuse to start without cluster-wide pod reads, else start the watch
+    and wait for its first listing (a plan must never see fewer busy GPUs than there are)."""
+    try:
+        await require_cluster_pods(state.rest, state.config.namespaces)
+    except ClusterPodsForbiddenError as err:
+        logger.error("%s", err)
+        raise kopf.PermanentError(str(err)) from err
+    watcher = ClusterPods(state.rest, state.config.namespaces)
+    memo["cluster_pods"] = asyncio.create_task(watcher.run())
+    await asyncio.wait_for(watcher.synced.wait(), timeout=120)
+    return watcher
+
+
+def start_state(memo: kopf.Memo, state: OperatorState, metrics: OperatorMetrics) -> Observer:
+    """Put the operator's state, the Placed trigger and the metrics observer into ``memo``."""
+    memo["state"] = state
+    memo["placed"] = PlacedTrigger()
+    metrics.api_requests = lambda: state.rest.requests
+    metrics.set_version(__version__)
+    memo["observer"] = observer = Observer(metrics, state)
+    return observer
+
+
+def serve_metrics(memo: kopf.Memo, metrics: OperatorMetrics, port: int) -> None:
+    if not port:
+        return
+    try:
+        memo["metrics_server"] = metrics.serve(port)
+    except OSError as err:  # placement goes on without metrics (e.g. port taken)
+        logger.error("cannot serve metrics on port %d: %s", port, err)
+
+
+def register_lifecycle(
+    registry: kopf.OperatorRegistry,
+    config: OperatorConfig,
+    metrics: OperatorMetrics,
+    *,
+    kubeconfig: str | None,
+    metrics_port: int,
+) -> None:
+    @kopf.on.login(registry=registry, id="login")
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_via_client(**kwargs)
+
+    @kopf.on.startup(registry=registry, id="startup")
+    async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
+        configure_settings(settings)
+        state = OperatorState(config=config, rest=Rest(load_credentials(kubeconfig)))
+        observer = start_state(memo, state, metrics)
+        serve_metrics(memo, metrics, metrics_port)
+        if config.namespaces:
+            memo["other_pods"] = await watch_other_namespaces(state, memo)
+        take = views_of(kwargs, memo)
+        memo["census"] = asyncio.create_task(run_census(observer, take, config.resync_seconds))
+
+    @kopf.on.cleanup(registry=registry, id="cleanup")
+    async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+        for task in ("census", "cluster_pods"):
+            if task in memo:
+                memo[task].cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await memo[task]
+        if "metrics_server" in memo:
+            server, _thread = memo["metrics_server"]
+            server.shutdown()
+        await memo["state"].rest.close()

@@ -1,0 +1,119 @@
+"""A small cluster for shell tests: 8 fake DGX nodes, a TrainingTopology, its Job, its pods."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from devcluster import fakenodes
+from fabricfit.api.constants import JOB_COMPLETION_INDEX_LABEL, SCHEDULING_GATE, TOPOLOGY_LABEL
+from fabricfit.kube.rest import path_for
+from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
+from unit.reconcile.fakeapi import FakeApi
+
+NS, NAME = "team", "llama"
+KEY = (NS, NAME)
+TT_PATH = path_for("fabricfit.dev/v1alpha1", "trainingtopologies", NS, NAME)
+JOB_PATH = path_for("batch/v1", "jobs", NS, NAME)
+
+
+def pod_path(name: str) -> str:
+    return path_for("v1", "pods", NS, name)
+
+
+def nodes() -> list[dict[str, Any]]:
+    fabric = fakenodes.FakeFabric(prefix="n", rail_groups_per_spine=2, nodes_per_rail_group=4)
+    found = []
+    for manifest in fakenodes.node_manifests(fabric):
+        ready = [{"type": "Ready", "status": "True"}]
+        found.append(slim_node({**manifest, "status": {**manifest["status"], "conditions": ready}}))
+    return found
+
+
+def topology(mode: str = "pinned", pods: int = 2, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "fabricfit.dev/v1alpha1",
+        "kind": "TrainingTopology",
+        "metadata": {"namespace": NS, "name": NAME, "generation": 1, "uid": "u1"},
+        "spec": {
+            "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": NAME},
+            "gpusPerPod": 8,
+            "parallelism": {"tensor": 8, "data": pods},
+            "placement": {"mode": mode},
+            **spec,
+        },
+    }
+
+
+def job(completions: int = 2, suspend: bool = True) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"namespace": NS, "name": NAME},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": completions,
+            "parallelism": completions,
+            "suspend": suspend,
+            "template": {"spec": {"containers": [{"name": "t", "image": "t"}]}},
+        },
+    }
+
+
+def gated_pod(index: int) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": NS,
+            "name": f"{NAME}-{index}",
+            "uid": f"p{index}",
+            "resourceVersion": "1",
+            "labels": {TOPOLOGY_LABEL: NAME, JOB_COMPLETION_INDEX_LABEL: str(index)},
+        },
+        "spec": {
+            "schedulingGates": [{"name": SCHEDULING_GATE}],
+            "containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+class World:
+    """The API server, kopf's indexes as the handlers would see them, and operator state."""
+
+    def __init__(self, tt: dict[str, Any], *workloads: tuple[str, dict[str, Any]]) -> None:
+        self.api = FakeApi((TT_PATH, tt), *workloads)
+        self.nodes = nodes()
+        self.pods: list[dict[str, Any]] = []
+        self.state = OperatorState(config=OperatorConfig(), rest=self.api)  # type: ignore[arg-type]
+
+    def add_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """Create the pod; returns it as the API server stored it (the watch sees that)."""
+        path = pod_path(pod["metadata"]["name"])
+        self.api.put(path, pod)
+        pod.clear()
+        pod.update(copy.deepcopy(self.api.objects[path]))
+        self.pods.append(pod)
+        return pod
+
+    def views(self) -> Views:
+        pods = [slim_pod(p) for p in self.pods]
+        tt = self.api.objects[TT_PATH]
+        return Views(
+            nodes=copy.deepcopy(self.nodes),
+            pods=[p for p in pods if p is not None],
+            topologies={KEY: holding_of(tt)},
+        )
+
+    def body(self) -> dict[str, Any]:
+        """The TrainingTopology as the watch delivers it now."""
+        return copy.deepcopy(self.api.objects[TT_PATH])
+
+    def status(self) -> dict[str, Any]:
+        return dict(self.api.objects[TT_PATH].get("status") or {})
+
+    def condition(self, type_: str) -> tuple[str, str] | None:
+        for c in self.status().get("conditions") or []:
+            if c["type"] == type_:
+                return c["status"], c["reason"]
+        return None

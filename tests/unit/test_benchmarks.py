@@ -1,0 +1,25 @@
+"""Benchmarks use the package (and the dev-cluster harness), never the test suite's helpers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+TEST_ONLY = ("helpers", "unit", "e2e", "tests", "conftest")
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_import_no_test_code(path: Path) -> None:
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        for name in names:
+            assert name.split(".")[0] not in TEST_ONLY, f"{path.name} imports {name}"
