@@ -13,8 +13,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from fabricfit.api.constants import DEFAULT_RANK_ORDER
 from fabricfit.api.rules import (
@@ -45,7 +54,9 @@ LabelValue = Annotated[
 
 
 class SpecModel(BaseModel):
-    """Base for spec models: camelCase aliases, frozen, unknown fields rejected."""
+    """Base for spec models: camelCase aliases, frozen, unknown fields rejected, and integers
+    that are integers: a string ("8") or a boolean is refused as the API server refuses it
+    (pydantic's lax mode would coerce them; 8.0 stays accepted, as the API server accepts it)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -53,6 +64,14 @@ class SpecModel(BaseModel):
         frozen=True,
         extra="forbid",
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _integers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and field.annotation is int and isinstance(value, bool | str):
+            raise PydanticCustomError("int_type", "Input should be a valid integer")
+        return value
 
 
 class WorkloadRef(SpecModel):

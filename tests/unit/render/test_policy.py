@@ -171,3 +171,17 @@ def test_admit_builds_the_request_from_the_chosen_template() -> None:
     admission = admit(BASE, job())
     assert admission.problems == ()
     assert admission.request is not None and dict(admission.request.node_selector) == {"pool": "a"}
+
+
+@pytest.mark.parametrize("value", [True, False, "8", " 8"])
+def test_integers_are_not_coerced_from_booleans_or_strings(value: object) -> None:
+    """The API server refuses them for an integer field; pydantic's lax mode would not."""
+    parsed, problems = parse_spec(spec(gpusPerPod=value))
+    assert parsed is None and "spec.gpusPerPod: must be a whole number, got" in problems[0]
+    parsed, problems = parse_spec(spec(parallelism={"tensor": value}))
+    assert parsed is None and "spec.parallelism.tensor: must be a whole number" in problems[0]
+
+
+def test_an_integral_float_stays_accepted_as_the_api_server_accepts_it() -> None:
+    parsed, problems = parse_spec(spec(gpusPerPod=8.0))
+    assert parsed is not None and parsed.gpus_per_pod == 8 and problems == ()
