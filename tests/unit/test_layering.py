@@ -1,8 +1,8 @@
 """The functional core stays pure and layers import downward only (docs/architecture.md).
 
-Pure packages (api, fabric, cost, placement, render) import no kopf, Kubernetes client,
+Pure packages (api, fabric, cost, calibrate, placement, render) import no kopf, Kubernetes client,
 prometheus_client or asyncio, read no environment and no clock. Layers: api ← fabric ← cost ←
-placement ← render ← kube ← reconcile ← handlers ← cli (``metrics`` sits beside kube).
+calibrate ← placement ← render ← kube ← reconcile ← handlers ← cli (``metrics`` sits beside kube).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "fabricfit"
-PURE = ("api", "fabric", "cost", "placement", "render")
+PURE = ("api", "fabric", "cost", "calibrate", "placement", "render")
 FORBIDDEN_IN_PURE = (
     "kopf",
     "kubernetes",
@@ -32,16 +32,28 @@ ALLOWED: dict[str, set[str]] = {
     "api": set(),
     "fabric": {"api"},
     "cost": {"api", "fabric"},
-    "placement": {"api", "fabric", "cost"},
-    "render": {"api", "fabric", "cost", "placement"},
-    "metrics": {"api", "fabric", "cost", "placement", "render"},
-    "kube": {"api", "fabric", "cost", "placement", "render"},
-    "reconcile": {"api", "fabric", "cost", "placement", "render", "kube", "metrics"},
-    "handlers": {"api", "fabric", "cost", "placement", "render", "kube", "metrics", "reconcile"},
+    "calibrate": {"api", "fabric", "cost"},
+    "placement": {"api", "fabric", "cost", "calibrate"},
+    "render": {"api", "fabric", "cost", "calibrate", "placement"},
+    "metrics": {"api", "fabric", "cost", "calibrate", "placement", "render"},
+    "kube": {"api", "fabric", "cost", "calibrate", "placement", "render"},
+    "reconcile": {"api", "fabric", "cost", "calibrate", "placement", "render", "kube", "metrics"},
+    "handlers": {
+        "api",
+        "fabric",
+        "cost",
+        "calibrate",
+        "placement",
+        "render",
+        "kube",
+        "metrics",
+        "reconcile",
+    },
     "cli": {
         "api",
         "fabric",
         "cost",
+        "calibrate",
         "placement",
         "render",
         "kube",

@@ -1,0 +1,375 @@
+"""Reading the stdout of the nccl-tests ``*_perf`` binaries (pure).
+
+Theory of operation
+-------------------
+A log is scanned once, line by line (``\\n``-separated, so line numbers match an editor). Each
+line first loses the labels launchers put in front of it (``[1,0]<stdout>:`` from Open MPI,
+``0:`` from ``srun -l``, ``host:`` from PALS, ``[0]`` anywhere in a line where ranks' output
+interleaves). Then, in that order, it may be:
+
+- a header line: ``NCCL version X`` / ``# nccl-tests version … nccl-library=N`` (the NCCL
+  version), ``# Collective test starting: NAME`` (the test, hence the collective), or a rank line
+  ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host);
+- the table's column header ``# size count type [redop] [root] time algbw busbw #wrong …``,
+  which fixes the columns of the rows that follow (nccl-tests versions differ: no ``root``
+  before 2.10, no ``redop`` in the old all-gather, one or two out-of-place/in-place groups,
+  ``error`` instead of ``#wrong``);
+- a result row, recognised only after a column header: ``SIZE COUNT TYPE …``. A row that does
+  not match its header is an error, never skipped: a half-read table would fit a wrong profile.
+
+Everything else (NCCL INFO lines, nvidia-smi, the ``# Avg bus bandwidth`` trailer) is chatter.
+The parser is total: any input either yields a :class:`NcclTestsLog` with at least one row or
+raises :class:`LogError` whose text is ``FILE:LINE: reason`` on one bounded line. Inputs over
+:data:`MAX_LOG_CHARS` are refused before any work; lines over :data:`MAX_LINE_CHARS` are never
+handed to a regular expression.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fabricfit.cost.collectives import Collective
+
+# A 64-node NCCL_DEBUG=INFO run stays well below this; a larger "log" is something else.
+MAX_LOG_CHARS = 32 * 1024 * 1024
+# Header lines and rows are under 200 characters; longer lines are chatter (topology dumps).
+MAX_LINE_CHARS = 4096
+_MAX_PATH_CHARS = 200
+_MAX_REASON_CHARS = 300
+
+# nccl-tests binary stem -> collective; gather/scatter/hypercube have no cost model.
+TESTS: dict[str, Collective] = {
+    "all_reduce": Collective.ALL_REDUCE,
+    "all_gather": Collective.ALL_GATHER,
+    "reduce_scatter": Collective.REDUCE_SCATTER,
+    "alltoall": Collective.ALL_TO_ALL,
+    "sendrecv": Collective.SEND_RECV,
+    "broadcast": Collective.BROADCAST,
+    "reduce": Collective.REDUCE,
+}
+_UNMODELLED_TESTS = ("gather", "scatter", "hypercube")
+
+
+class LogError(ValueError):
+    """An nccl-tests log that cannot be read; ``str(e)`` is ``FILE:LINE: reason``."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path = _one_line(path, _MAX_PATH_CHARS)
+        self.line = line
+        self.reason = _one_line(reason, _MAX_REASON_CHARS)
+        super().__init__(f"{self.path}:{line}: {self.reason}")
+
+
+@dataclass(frozen=True)
+class LogRow:
+    size_bytes: int
+    count: int
+    dtype: str
+    redop: str
+    root: int
+    out_time_us: float
+    out_algbw_gb_per_s: float
+    out_busbw_gb_per_s: float
+    in_time_us: float | None
+    in_algbw_gb_per_s: float | None
+    in_busbw_gb_per_s: float | None
+    line: int  # 1-based line number in the file
+
+
+@dataclass(frozen=True)
+class NcclTestsLog:
+    path: str
+    collective: Collective | None  # from the test name, else the caller's
+    ranks: int | None  # from the "#  Rank N ... on HOST device D" lines (highest N + 1)
+    nodes: int | None  # distinct hosts among those lines; None when some rank lines are missing
+    gpus_per_node: int | None  # ranks per host when every host has the same number
+    nccl_version: str | None
+    rows: tuple[LogRow, ...]
+
+
+_A = re.ASCII
+_LABELS = (
+    re.compile(r"\[[0-9]{1,7}(?:,[0-9]{1,7})?\](?:<std(?:out|err)>)?:?", _A),  # MPI rank tags
+    re.compile(r"^\s*[0-9]{1,7}:(?=\s)", _A),  # srun -l
+    re.compile(r"^\s*[A-Za-z][A-Za-z0-9_.\-]{0,127}:(?=\s)", _A),  # PALS / kubectl host labels
+)
+_NCCL_VERSION = re.compile(r"NCCL version ([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,4})", _A)
+_TESTS_LIBRARY = re.compile(r"#\s*nccl-tests version \S{1,40} .*nccl-library=([0-9]{4,7})", _A)
+_TEST_START = re.compile(r"#\s*Collective test (?:starting|concluded):\s*([a-z_]{1,40})", _A)
+_TEST_MENTION = re.compile(r"\b([a-z_]{3,20})_perf(?:_mpi)?\b", _A)
+_RANK = re.compile(
+    r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+[0-9]{1,7}\s+)?Pid\s+[0-9]{1,10}\s+on\s+(\S{1,253})"
+    r"\s+device\s+([0-9]{1,4})\s",
+    _A,
+)
+_COLUMNS = re.compile(r"^\s*#\s*size\s+count\s+type\b", _A)
+_ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s+[A-Za-z_]", _A)
+_INT = re.compile(r"-?[0-9]{1,20}", _A)
+_FLOAT = re.compile(
+    r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?", _A
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}", _A)
+_GROUP = ("time", "algbw", "busbw")
+_WRONG = frozenset({"#wrong", "wrong", "error", "#error"})
+
+
+@dataclass(frozen=True)
+class _Columns:
+    has_redop: bool
+    has_root: bool
+    groups: int  # 1 (out-of-place only) or 2 (out-of-place, in-place)
+
+    @property
+    def width(self) -> int:
+        return 3 + self.has_redop + self.has_root + 4 * self.groups
+
+
+@dataclass
+class _Scan:
+    path: str
+    columns: _Columns | None = None
+    test: str | None = None
+    test_line: int = 0
+    mentions: set[str] = field(default_factory=set)
+    nccl_version: str | None = None
+    library_version: str | None = None
+    ranks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    rows: list[LogRow] = field(default_factory=list)
+
+
+def parse_log(text: str, path: str = "<log>", collective: Collective | None = None) -> NcclTestsLog:
+    """Parse one nccl-tests stdout; ``collective`` is used when the log does not name its test."""
+    if len(text) > MAX_LOG_CHARS:
+        raise LogError(
+            path, 1, f"log has {len(text)} characters, over the limit of {MAX_LOG_CHARS}"
+        )
+    scan = _Scan(path)
+    lines = text.split("\n")
+    for number, raw in enumerate(lines, start=1):
+        if len(raw) <= MAX_LINE_CHARS:
+            _scan_line(scan, number, _strip_labels(raw.rstrip("\r")))
+    if not scan.rows:
+        raise LogError(
+            path, len(lines), "no result rows (is this the stdout of an nccl-tests *_perf binary?)"
+        )
+    ranks, nodes, per_node = _rank_counts(scan.ranks)
+    return NcclTestsLog(
+        path=path,
+        collective=_choose_collective(scan, collective),
+        ranks=ranks,
+        nodes=nodes,
+        gpus_per_node=per_node,
+        nccl_version=scan.nccl_version or scan.library_version,
+        rows=tuple(scan.rows),
+    )
+
+
+def _strip_labels(line: str) -> str:
+    line = _LABELS[0].sub(" ", line)
+    for label in _LABELS[1:]:
+        line = label.sub("", line, count=1)
+    return line
+
+
+def _scan_line(scan: _Scan, number: int, line: str) -> None:
+    if ("#" in line or "NCCL" in line) and _scan_header(scan, number, line):
+        return
+    if scan.columns is not None and _ROW_START.match(line):
+        scan.rows.append(_parse_row(scan.path, number, line.split(), scan.columns))
+    elif "_perf" in line:
+        scan.mentions.update(m.group(1) for m in _TEST_MENTION.finditer(line))
+
+
+def _scan_header(scan: _Scan, number: int, line: str) -> bool:
+    """Record a header line; False when the line is none of them."""
+    if _COLUMNS.match(line):
+        scan.columns = _parse_columns(scan.path, number, line)
+    elif found := _RANK.search(line):
+        _record_rank(scan, number, int(found.group(1)), found.group(2), int(found.group(3)))
+    elif found := _TEST_START.search(line):
+        _record_test(scan, number, found.group(1).removesuffix("_mpi").removesuffix("_perf"))
+    elif found := _NCCL_VERSION.search(line):
+        scan.nccl_version = scan.nccl_version or found.group(1)
+    elif found := _TESTS_LIBRARY.search(line):
+        scan.library_version = scan.library_version or _decode_version(int(found.group(1)))
+    else:
+        return False
+    return True
+
+
+def _parse_columns(path: str, number: int, line: str) -> _Columns:
+    names = line.replace("#", " #").split()
+    names = [n for n in names if n != "#"][3:]  # past size, count, type
+    has_redop = bool(names) and names[0] == "redop"
+    names = names[has_redop:]
+    has_root = bool(names) and names[0] == "root"
+    names = names[has_root:]
+    groups = len(names) // 4
+    shaped = len(names) % 4 == 0 and groups in (1, 2)
+    if not shaped or any(
+        names[4 * g : 4 * g + 3] != list(_GROUP) or names[4 * g + 3] not in _WRONG
+        for g in range(groups)
+    ):
+        raise LogError(path, number, f"unknown table columns: {line.strip()[:120]!r}")
+    return _Columns(has_redop, has_root, groups)
+
+
+def _parse_row(path: str, number: int, cells: Sequence[str], columns: _Columns) -> LogRow:
+    if len(cells) != columns.width:
+        raise LogError(
+            path,
+            number,
+            f"row has {len(cells)} columns, the table header has {columns.width}: "
+            f"{' '.join(cells)[:120]!r}",
+        )
+    size_bytes = _count(path, number, cells[0], "size")
+    count = _count(path, number, cells[1], "count")
+    dtype = _word(path, number, cells[2], "type")
+    at = 3
+    redop = _word(path, number, cells[at], "redop") if columns.has_redop else "none"
+    at += columns.has_redop
+    root = _integer(path, number, cells[at], "root") if columns.has_root else -1
+    at += columns.has_root
+    out = _group(path, number, cells[at : at + 4], required=True)
+    inp = (
+        _group(path, number, cells[at + 4 : at + 8], required=False)
+        if columns.groups == 2
+        else None
+    )
+    return LogRow(
+        size_bytes=size_bytes,
+        count=count,
+        dtype=dtype,
+        redop=redop,
+        root=root,
+        out_time_us=_present(out[0]),
+        out_algbw_gb_per_s=_present(out[1]),
+        out_busbw_gb_per_s=_present(out[2]),
+        in_time_us=inp[0] if inp else None,
+        in_algbw_gb_per_s=inp[1] if inp else None,
+        in_busbw_gb_per_s=inp[2] if inp else None,
+        line=number,
+    )
+
+
+def _group(
+    path: str, number: int, cells: Sequence[str], *, required: bool
+) -> tuple[float | None, float | None, float | None]:
+    """time, algbw, busbw of one out-of-place/in-place group, refusing wrong results."""
+    wrong = cells[3]
+    if wrong != "N/A":
+        errors = _measure(path, number, wrong, "#wrong")
+        if errors != 0 and "." not in wrong and "e" not in wrong.lower():
+            raise LogError(path, number, f"{wrong} wrong results: the run is broken, do not fit it")
+    if not required and cells[0] == cells[1] == cells[2] == "N/A":
+        return (None, None, None)
+    time_us, algbw, busbw = (
+        _measure(path, number, c, n) for c, n in zip(cells[:3], _GROUP, strict=True)
+    )
+    return (time_us, algbw, busbw)
+
+
+def _present(value: float | None) -> float:
+    # Only the optional in-place group may be N/A; _group enforces that for out-of-place.
+    assert value is not None
+    return value
+
+
+def _measure(path: str, number: int, cell: str, name: str) -> float:
+    if not _FLOAT.fullmatch(cell):
+        raise LogError(path, number, f"{name} {cell[:40]!r} is not a number")
+    value = float(cell)
+    if not math.isfinite(value) or value < 0:
+        raise LogError(path, number, f"{name} {cell[:40]!r} is not a finite non-negative number")
+    return value
+
+
+def _count(path: str, number: int, cell: str, name: str) -> int:
+    value = _integer(path, number, cell, name)
+    if value < 0:
+        raise LogError(path, number, f"{name} {cell[:40]!r} is negative")
+    return value
+
+
+def _integer(path: str, number: int, cell: str, name: str) -> int:
+    if not _INT.fullmatch(cell):
+        raise LogError(path, number, f"{name} {cell[:40]!r} is not an integer")
+    return int(cell)
+
+
+def _word(path: str, number: int, cell: str, name: str) -> str:
+    if not _WORD.fullmatch(cell):
+        raise LogError(path, number, f"{name} {cell[:40]!r} is not a name")
+    return cell
+
+
+def _record_rank(scan: _Scan, number: int, rank: int, host: str, device: int) -> None:
+    seen = scan.ranks.setdefault(rank, (host, device))
+    if seen != (host, device):
+        raise LogError(
+            scan.path,
+            number,
+            f"rank {rank} is listed on {seen[0]} device {seen[1]} and on {host[:60]} device "
+            f"{device}: several runs in one log, or nccl-tests built without MPI",
+        )
+
+
+def _record_test(scan: _Scan, number: int, name: str) -> None:
+    if name in _UNMODELLED_TESTS:
+        raise LogError(scan.path, number, f"{name}_perf has no collective in the cost model")
+    if name not in TESTS:
+        raise LogError(scan.path, number, f"unknown nccl-tests test {name[:40]!r}")
+    if scan.test is not None and scan.test != name:
+        raise LogError(
+            scan.path,
+            number,
+            f"a second test ({name}_perf after {scan.test}_perf on line {scan.test_line}): "
+            "give each test its own log",
+        )
+    if scan.test is None:
+        scan.test, scan.test_line = name, number
+
+
+def _choose_collective(scan: _Scan, given: Collective | None) -> Collective | None:
+    if scan.test is not None:
+        named = TESTS[scan.test]
+        if given is not None and given is not named:
+            raise LogError(
+                scan.path, scan.test_line, f"the log is {scan.test}_perf, not {given.value}"
+            )
+        return named
+    if given is not None:
+        return given
+    # No test line (nccl-tests before 2.14): trust a command line only when it names one test.
+    mentioned = {TESTS[m] for m in scan.mentions if m in TESTS}
+    return mentioned.pop() if len(mentioned) == 1 else None
+
+
+def _rank_counts(ranks: dict[int, tuple[str, int]]) -> tuple[int | None, int | None, int | None]:
+    if not ranks:
+        return (None, None, None)
+    per_host: dict[str, int] = {}
+    for host, _device in ranks.values():
+        per_host[host] = per_host.get(host, 0) + 1
+    total = max(ranks) + 1  # nccl-tests numbers ranks 0..n-1
+    if len(ranks) != total:
+        # Rank lines were cut (a post quoting only the last one): hosts are unknown.
+        return (total, None, None)
+    counts = set(per_host.values())
+    per_node = counts.pop() if len(counts) == 1 else None
+    return (total, len(per_host), per_node)
+
+
+def _decode_version(code: int) -> str:
+    # NCCL_VERSION_CODE is X*10000 + Y*100 + Z since 2.9 (X*1000 + Y*100 + Z before).
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
