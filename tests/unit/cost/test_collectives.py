@@ -248,3 +248,78 @@ def test_alltoall_across_domains_is_per_gpu_nic_times_n_over_n_minus_1(
 def test_inconsistent_hand_built_shapes_are_rejected(shape: GroupShape) -> None:
     with pytest.raises(CostError, match="inconsistent"):
         estimate_shape(Collective.ALL_REDUCE, GIB, shape, H100)
+
+
+def test_enable_rules_follow_nccl() -> None:
+    # tree only across domains; NVLS for RS/AG inside one domain only (tuning.cc)
+    with pytest.raises(CostError):
+        estimate_collective(Collective.ALL_REDUCE, GIB, node_gpus(1, 8), H100, algorithm="tree")
+    inside = estimate_collective(
+        Collective.ALL_GATHER, GIB, node_gpus(1, 8), H100, algorithm="nvls"
+    )
+    assert inside.algorithm == "nvls"
+    with pytest.raises(CostError):
+        estimate_collective(Collective.ALL_GATHER, GIB, node_gpus(2, 8), H100, algorithm="nvls")
+    # hierarchical is not an NCCL algorithm: never chosen unless forced
+    for size in (1 << 10, 1 << 20, GIB):
+        assert (
+            estimate_collective(Collective.ALL_REDUCE, size, node_gpus(3, 8), A100).algorithm
+            != "hierarchical"
+        )
+
+
+def test_two_node_tree_runs_only_where_nccl_would_pick_it() -> None:
+    # DGX A100, 2 nodes: per channel the doubled HDR rate (2 x ~24 GB/s) exceeds the Ampere
+    # tree cap (23.6), so NCCL runs ring for large buffers; a forced tree is still priced
+    auto = estimate_collective(Collective.ALL_REDUCE, 4 * GIB, node_gpus(2, 8), A100)
+    tree = estimate_collective(
+        Collective.ALL_REDUCE, 4 * GIB, node_gpus(2, 8), A100, algorithm="tree"
+    )
+    assert auto.algorithm == "ring"
+    assert auto.busbw_gb_per_s == pytest.approx(A100.nic_gb_per_s * 8, rel=0.05)
+    assert tree.algorithm == "tree"
+    # small messages: the tree's logarithmic latency wins, as in NCCL
+    assert estimate_collective(Collective.ALL_REDUCE, 8, node_gpus(8, 8), A100).algorithm == "tree"
+
+
+def test_nvls_runs_below_its_plateau_until_many_loops_are_in_flight() -> None:
+    def busbw(size: int, profile=H100, nodes=1, gpus=8, domain=""):  # type: ignore[no-untyped-def]
+        group = node_gpus(nodes, gpus, domain=domain)
+        return estimate_collective(
+            Collective.ALL_REDUCE, size, group, profile, algorithm="nvls"
+        ).busbw_gb_per_s
+
+    plateau = busbw(16 * GIB)
+    assert busbw(16 << 20) < 0.6 * plateau  # 16 MiB is a few NVLS loops on 8 GPUs
+    assert busbw(1 * GIB) > 0.9 * plateau
+    rack = get_profile("gb200-nvl72")
+    # 72 GPUs: the loop is 32 heads x 24 channels x chunk, so the same 512 MiB fills less of it
+    rack_ratio = busbw(512 << 20, rack, 18, 4, "nvl") / busbw(16 * GIB, rack, 18, 4, "nvl")
+    assert rack_ratio < busbw(512 << 20) / plateau
+
+
+def test_cross_domain_ring_steps_wait_for_the_network_hop() -> None:
+    def ring_latency(nodes: int) -> float:
+        return estimate_collective(
+            Collective.ALL_GATHER, 8, node_gpus(nodes, 8), H100, algorithm="ring"
+        ).seconds
+
+    # n - 1 steps, every one at the network hop: latency linear in ranks, not in nodes
+    assert ring_latency(16) > 1.8 * ring_latency(8)
+    slower_net = dataclasses.replace(H100, net_hop_latency_us=2 * H100.net_hop_latency_us)
+    assert estimate_collective(
+        Collective.ALL_GATHER, 8, node_gpus(8, 8), slower_net, algorithm="ring"
+    ).seconds > 1.5 * ring_latency(8)
+
+
+def test_alltoall_efficiency_falls_with_domain_count() -> None:
+    decaying = dataclasses.replace(H100, alltoall_efficiency=0.8, alltoall_decay=0.3)
+
+    def busbw(nodes: int) -> float:
+        return estimate_collective(
+            Collective.ALL_TO_ALL, 4 * GIB, node_gpus(nodes, 8), decaying
+        ).busbw_gb_per_s
+
+    # N/(N-1) x per-GPU NIC rate x efficiency (sjeaugey, nccl-tests#130), at 2 domains
+    assert busbw(2) == pytest.approx(0.8 * H100.nic_gb_per_s * 2 * 15 / 16, rel=0.02)
+    assert busbw(16) < busbw(4) < busbw(2) * 4 / 3
