@@ -7,9 +7,9 @@ held-out and fitted rows apart. Also printed: leave-one-source-out (refit a pres
 source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
 predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted on its
 calibration rows; ``--write-presets`` writes those fitted numbers into
-``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made: the
-fit starts from the values in the file, so running it again is a no-op). dgx-h200 is fitted on
-the dgx-h100 rows too (same NVLink4/NVSwitch and NICs).
+``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made; the
+fit starts from the values in the file, so running it again only refines them slightly).
+dgx-h200 is fitted on the dgx-h100 rows too (same NVLink4/NVSwitch and NICs).
 
 Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]``
 """
@@ -71,7 +71,7 @@ def write_presets(results: dict[str, FitResult]) -> None:
             if found:
                 old = found.group(0).split("#")[0].split(":", 1)[1].strip()
                 comment = found.group("comment")
-                if float(old) != value:
+                if float(old) != value and not (comment or "").startswith("# fitted"):
                     was = (comment or "").lstrip("# ")
                     comment = f"# fitted on the [calibration] rows (was {old}: {was})"
                 new = _line(name, value, comment)

@@ -87,35 +87,40 @@ def scope_of(m: Measurement, profile: FabricProfile) -> str:
 
 
 def parse_cases(doc: Any) -> list[Case]:
-    """Cases from the measurements document (``rows:`` of mappings, see its header)."""
-    out = []
-    for item in doc["rows"]:
-        collective = Collective(item["collective"])
-        ranks = item["nodes"] * item["gpus_per_node"]
-        m = Measurement(
-            collective=collective,
-            size_bytes=int(item["size_bytes"]),
-            nodes=int(item["nodes"]),
-            gpus_per_node=int(item["gpus_per_node"]),
-            busbw_gb_per_s=float(item.get("busbw_gb_per_s", 0.0)),
-            time_us=float(item.get("time_us", 0.0)),
-            source=str(item["source"]),
-            algorithm=str(item.get("algorithm", "auto")),
-            nodes_per_domain=item.get("nodes_per_domain"),
-        )
-        if m.busbw_gb_per_s and not m.time_us and ranks > 1:
-            m = _with_time(m)
-        out.append(
-            Case(
-                id=str(item["id"]),
-                fabric=str(item["fabric"]),
-                measurement=m,
-                calibration=bool(item.get("calibration", False)),
-                note=str(item.get("note", "")),
-                reference=str(item.get("reference", "")),
-            )
-        )
+    """Cases from the measurements document: ``rows`` (one mapping per figure) and ``sweeps``
+    (one mapping per run, ``points: [[size_bytes, time_us], ...]``), see its header."""
+    out = [_case(item) for item in doc.get("rows", [])]
+    for sweep in doc.get("sweeps", []):
+        for size, time_us in sweep["points"]:
+            item = {k: v for k, v in sweep.items() if k != "points"}
+            item.update(id=f"{sweep['id']}@{size}", size_bytes=size, time_us=time_us)
+            out.append(_case(item))
     return out
+
+
+def _case(item: Mapping[str, Any]) -> Case:
+    ranks = item["nodes"] * item["gpus_per_node"]
+    m = Measurement(
+        collective=Collective(item["collective"]),
+        size_bytes=int(item["size_bytes"]),
+        nodes=int(item["nodes"]),
+        gpus_per_node=int(item["gpus_per_node"]),
+        busbw_gb_per_s=float(item.get("busbw_gb_per_s", 0.0)),
+        time_us=float(item.get("time_us", 0.0)),
+        source=str(item["source"]),
+        algorithm=str(item.get("algorithm", "auto")),
+        nodes_per_domain=item.get("nodes_per_domain"),
+    )
+    if m.busbw_gb_per_s and not m.time_us and ranks > 1:
+        m = _with_time(m)
+    return Case(
+        id=str(item["id"]),
+        fabric=str(item["fabric"]),
+        measurement=m,
+        calibration=bool(item.get("calibration", False)),
+        note=str(item.get("note", "")),
+        reference=str(item.get("reference", "")),
+    )
 
 
 def _with_time(m: Measurement) -> Measurement:
