@@ -39,6 +39,19 @@ KUEUE_FEATURE_GATES: Final = {
     "TASMultiLayerTopology": True,
     "VisibilityOnDemand": False,
 }
+#: Namespaces labelled ``fabricfit.dev/kueue: ignore`` are left alone by Kueue, even for jobs
+#: with a queue-name label (Kueue 0.19 always respects managedJobsNamespaceSelector), besides
+#: Kueue's own default exemptions. The e2e suite labels every namespace that does not ask for
+#: Kueue, so tests that play Kueue's part by hand keep working while Kueue runs.
+KUEUE_IGNORE_LABEL: Final = "fabricfit.dev/kueue"
+KUEUE_IGNORE_VALUE: Final = "ignore"
+_KUEUE_MANAGED_NAMESPACES: Final = {
+    "matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+         "values": ["kube-system", "kueue-system"]},
+        {"key": KUEUE_IGNORE_LABEL, "operator": "NotIn", "values": [KUEUE_IGNORE_VALUE]},
+    ]
+}  # fmt: skip
 #: Kueue v0.19 reads its metrics serving cert from this fixed path whenever internal cert
 #: management is off (cmd/kueue/main.go); it cannot be configured.
 KUEUE_METRICS_CERT_DIR: Final = Path("/etc/kueue/metrics/certs")
@@ -102,6 +115,7 @@ def kueue_configuration(
     """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration."""
     doc = _common("kueue", ports, cert_dir, "config.kueue.x-k8s.io/v1beta2")
     doc["namespace"] = NAMESPACES["kueue"]
+    doc["managedJobsNamespaceSelector"] = copy.deepcopy(_KUEUE_MANAGED_NAMESPACES)
     doc["integrations"] = {"frameworks": list(frameworks)}
     doc["featureGates"] = dict(feature_gates)
     return doc

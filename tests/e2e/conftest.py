@@ -122,12 +122,22 @@ def kubectl(kubeconfig: Path) -> list[str]:
 
 
 @pytest.fixture
-def namespace(core: Any) -> Iterator[str]:
-    """A fresh namespace whose default ServiceAccount exists (pods need it for admission)."""
+def namespace(core: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace whose default ServiceAccount exists (pods need it for admission).
+
+    Unless the test asks for Kueue (``controllers("kueue", ...)``), Kueue is told to leave it
+    alone, so tests that play Kueue's part by hand behave the same whether Kueue runs or not.
+    """
     from kubernetes.client.exceptions import ApiException
 
+    from devcluster.controllers import KUEUE_IGNORE_LABEL, KUEUE_IGNORE_VALUE
+
     name = f"e2e-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name, "labels": {"fabricfit.dev/e2e": "true"}}})
+    labels = {"fabricfit.dev/e2e": "true"}
+    marker = request.node.get_closest_marker("controllers")
+    if marker is None or "kueue" not in marker.args:
+        labels[KUEUE_IGNORE_LABEL] = KUEUE_IGNORE_VALUE
+    core.create_namespace({"metadata": {"name": name, "labels": labels}})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

@@ -77,6 +77,8 @@ def test_kueue_configuration_enables_integrations_and_tas() -> None:
     assert doc["featureGates"]["TopologyAwareScheduling"] is True
     assert doc["featureGates"]["TASMultiLayerTopology"] is True
     assert doc["featureGates"]["VisibilityOnDemand"] is False
+    exempt = doc["managedJobsNamespaceSelector"]["matchExpressions"]
+    assert {"key": "fabricfit.dev/kueue", "operator": "NotIn", "values": ["ignore"]} in exempt
     custom = controllers.kueue_configuration(PORTS, CERTS, frameworks=["batch/job"])
     assert custom["integrations"]["frameworks"] == ["batch/job"]
 
