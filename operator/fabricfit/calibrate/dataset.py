@@ -18,6 +18,7 @@ import yaml
 
 from fabricfit.calibrate.accuracy import Case, parse_cases
 from fabricfit.calibrate.fit import Measurement, measurements_from_log
+from fabricfit.cost.collectives import Collective
 
 MEASUREMENTS = "cost/measurements.yaml"
 MANIFEST = "nccl-tests/SOURCES.yaml"
@@ -50,7 +51,8 @@ def _log_cases(entry: Mapping[str, Any], read: Callable[[str], str]) -> list[Cas
     fabric = entry.get("fabric") or entry.get("preset")
     if not fabric:
         return []
-    log = parse_log(read("nccl-tests/" + path), path)
+    named = entry.get("collective")  # for logs that do not print their test's name
+    log = parse_log(read("nccl-tests/" + path), path, Collective(named) if named else None)
     source = str(entry.get("source", path))
     rows = measurements_from_log(
         log, nodes=entry.get("nodes"), gpus_per_node=entry.get("gpus_per_node"), source=source
