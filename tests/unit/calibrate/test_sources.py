@@ -75,3 +75,33 @@ def test_log_parses_and_agrees_with_the_manifest(name: str, entry: dict[str, Any
         assert log.nccl_version == entry["nccl_version"]
     sizes = [row.size_bytes for row in log.rows]
     assert sizes == sorted(sizes), "rows of one run grow in size"
+
+
+def bus_factor(collective: Collective, ranks: int) -> float:
+    """nccl-tests' busbw/algbw ratio (its doc/PERFORMANCE.md)."""
+    if collective is Collective.ALL_REDUCE:
+        return 2 * (ranks - 1) / ranks
+    if collective in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+@pytest.mark.parametrize(("name", "entry"), ENTRIES, ids=[n for n, _ in ENTRIES])
+def test_numbers_are_consistent_as_nccl_tests_prints_them(name: str, entry: dict[str, Any]) -> None:
+    """algbw = size / time and busbw = algbw x factor on every row, to rounding: a copied number
+    that was mistyped or edited breaks the identity."""
+    collective = Collective(entry["collective"])
+    factor = bus_factor(collective, entry["nodes"] * entry["gpus_per_node"])
+    for row in parse_log((FIXTURES / name).read_text(), name, collective).rows:
+        groups = [(row.out_time_us, row.out_algbw_gb_per_s, row.out_busbw_gb_per_s)]
+        if row.in_time_us is not None:
+            assert row.in_algbw_gb_per_s is not None and row.in_busbw_gb_per_s is not None
+            groups.append((row.in_time_us, row.in_algbw_gb_per_s, row.in_busbw_gb_per_s))
+        for time_us, algbw, busbw in groups:
+            if time_us > 0:
+                expected = row.size_bytes / time_us / 1e3
+                assert abs(algbw - expected) <= 0.006 + 0.002 * expected, (name, row.line)
+            assert abs(busbw - algbw * factor) <= 0.0051 * (1 + factor) + 0.003 * busbw, (
+                name,
+                row.line,
+            )
