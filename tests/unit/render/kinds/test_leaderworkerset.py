@@ -1,0 +1,29 @@
+"""LeaderWorkerSet: pod k = group index · size + worker index; no suspend flag."""
+
+from __future__ import annotations
+
+from fabricfit.render.kinds.leaderworkerset import LEADERWORKERSET as LWS
+
+SET = {"spec": {"replicas": 2, "leaderWorkerTemplate": {
+    "size": 4, "leaderTemplate": {"l": 1}, "workerTemplate": {"w": 1}}}}  # fmt: skip
+
+
+def labels(group: int, worker: int) -> dict[str, str]:
+    return {
+        "leaderworkerset.sigs.k8s.io/group-index": str(group),
+        "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
+    }
+
+
+def test_groups_times_size() -> None:
+    assert LWS.expected_pods(SET) == 8
+    assert LWS.local_index(labels(1, 0), SET, None) == 4
+    assert LWS.local_index(labels(1, 3), SET, None) == 7
+    assert LWS.local_index(labels(0, 4), SET, None) is None
+
+
+def test_leader_and_worker_podsets() -> None:
+    leader, worker = LWS.template_paths(SET)
+    assert (LWS.template_pod_count(SET, leader), LWS.template_pod_count(SET, worker)) == (1, 3)
+    assert LWS.rank_template(SET) == {"w": 1}
+    assert LWS.is_suspended(SET) is None and LWS.unsuspend_patch() is None
