@@ -11,9 +11,7 @@ interleaves). Then, in that order, it may be:
   version), ``# Collective test starting: NAME`` (the test, hence the collective), or a rank line
   ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host);
 - the table's column header ``# size count type [redop] [root] time algbw busbw #wrong …``,
-  which fixes the columns of the rows that follow (nccl-tests versions differ: no ``root``
-  before 2.10, no ``redop`` in the old all-gather, one or two out-of-place/in-place groups,
-  ``error`` instead of ``#wrong``);
+  which fixes the columns of the rows that follow (:mod:`fabricfit.calibrate.table`);
 - a result row, recognised only after a column header: ``SIZE COUNT TYPE …``. A row that does
   not match its header is an error, never skipped: a half-read table would fit a wrong profile.
 
@@ -22,23 +20,34 @@ The parser is total: any input either yields a :class:`NcclTestsLog` with at lea
 raises :class:`LogError` whose text is ``FILE:LINE: reason`` on one bounded line. Inputs over
 :data:`MAX_LOG_CHARS` are refused before any work; lines over :data:`MAX_LINE_CHARS` are never
 handed to a regular expression.
+
+``parse_log`` reads one run and refuses a second test in the same text; ``parse_logs`` splits a
+stdout that holds several runs (a script looping over tests) at each run's first header line.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fabricfit.calibrate.table import Columns, LogError, LogRow, parse_columns, parse_row
 from fabricfit.cost.collectives import Collective
+
+__all__ = [
+    "MAX_LOG_CHARS",
+    "TESTS",
+    "LogError",
+    "LogRow",
+    "NcclTestsLog",
+    "parse_log",
+    "parse_logs",
+]
 
 # A 64-node NCCL_DEBUG=INFO run stays well below this; a larger "log" is something else.
 MAX_LOG_CHARS = 32 * 1024 * 1024
 # Header lines and rows are under 200 characters; longer lines are chatter (topology dumps).
 MAX_LINE_CHARS = 4096
-_MAX_PATH_CHARS = 200
-_MAX_REASON_CHARS = 300
 
 # nccl-tests binary stem -> collective; gather/scatter/hypercube have no cost model.
 TESTS: dict[str, Collective] = {
@@ -51,32 +60,6 @@ TESTS: dict[str, Collective] = {
     "reduce": Collective.REDUCE,
 }
 _UNMODELLED_TESTS = ("gather", "scatter", "hypercube")
-
-
-class LogError(ValueError):
-    """An nccl-tests log that cannot be read; ``str(e)`` is ``FILE:LINE: reason``."""
-
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        self.path = _one_line(path, _MAX_PATH_CHARS)
-        self.line = line
-        self.reason = _one_line(reason, _MAX_REASON_CHARS)
-        super().__init__(f"{self.path}:{line}: {self.reason}")
-
-
-@dataclass(frozen=True)
-class LogRow:
-    size_bytes: int
-    count: int
-    dtype: str
-    redop: str
-    root: int
-    out_time_us: float
-    out_algbw_gb_per_s: float
-    out_busbw_gb_per_s: float
-    in_time_us: float | None
-    in_algbw_gb_per_s: float | None
-    in_busbw_gb_per_s: float | None
-    line: int  # 1-based line number in the file
 
 
 @dataclass(frozen=True)
@@ -99,6 +82,7 @@ _LABELS = (
 _NCCL_VERSION = re.compile(r"NCCL version ([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,4})", _A)
 _TESTS_LIBRARY = re.compile(r"#\s*nccl-tests version \S{1,40} .*nccl-library=([0-9]{4,7})", _A)
 _TEST_START = re.compile(r"#\s*Collective test (?:starting|concluded):\s*([a-z_]{1,40})", _A)
+_RUN_PARAMETERS = re.compile(r"^\s*#\s*nThread\s+[0-9]{1,6}\s+nGpus\s", _A)
 _TEST_MENTION = re.compile(r"\b([a-z_]{3,20})_perf(?:_mpi)?\b", _A)
 _RANK = re.compile(
     r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+[0-9]{1,7}\s+)?Pid\s+[0-9]{1,10}\s+on\s+(\S{1,253})"
@@ -107,30 +91,12 @@ _RANK = re.compile(
 )
 _COLUMNS = re.compile(r"^\s*#\s*size\s+count\s+type\b", _A)
 _ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s+[A-Za-z_]", _A)
-_INT = re.compile(r"-?[0-9]{1,20}", _A)
-_FLOAT = re.compile(
-    r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?", _A
-)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}", _A)
-_GROUP = ("time", "algbw", "busbw")
-_WRONG = frozenset({"#wrong", "wrong", "error", "#error"})
-
-
-@dataclass(frozen=True)
-class _Columns:
-    has_redop: bool
-    has_root: bool
-    groups: int  # 1 (out-of-place only) or 2 (out-of-place, in-place)
-
-    @property
-    def width(self) -> int:
-        return 3 + self.has_redop + self.has_root + 4 * self.groups
 
 
 @dataclass
 class _Scan:
     path: str
-    columns: _Columns | None = None
+    columns: Columns | None = None
     test: str | None = None
     test_line: int = 0
     mentions: set[str] = field(default_factory=set)
@@ -142,18 +108,50 @@ class _Scan:
 
 def parse_log(text: str, path: str = "<log>", collective: Collective | None = None) -> NcclTestsLog:
     """Parse one nccl-tests stdout; ``collective`` is used when the log does not name its test."""
+    lines = _split(text, path)
+    return _parse_lines(lines, 0, len(lines), path, collective)
+
+
+def parse_logs(
+    text: str, path: str = "<log>", collective: Collective | None = None
+) -> tuple[NcclTestsLog, ...]:
+    """Parse a stdout holding several runs one after another (a script looping over tests or
+    node counts): one log per run, split where a run's header starts, line numbers kept."""
+    lines = _split(text, path)
+    # Each run starts with its version line (nccl-tests 2.14+), else with its nThread line.
+    starts = _run_starts(lines, _TESTS_LIBRARY) or _run_starts(lines, _RUN_PARAMETERS)
+    if not starts:
+        return (_parse_lines(lines, 0, len(lines), path, collective),)
+    bounds = [0, *starts[1:], len(lines)]
+    return tuple(_parse_lines(lines, a, b, path, collective) for a, b in itertools.pairwise(bounds))
+
+
+def _split(text: str, path: str) -> list[str]:
     if len(text) > MAX_LOG_CHARS:
         raise LogError(
             path, 1, f"log has {len(text)} characters, over the limit of {MAX_LOG_CHARS}"
         )
+    return [raw.rstrip("\r") for raw in text.split("\n")]
+
+
+def _run_starts(lines: list[str], header: re.Pattern[str]) -> list[int]:
+    return [
+        i
+        for i, raw in enumerate(lines)
+        if len(raw) <= MAX_LINE_CHARS and "#" in raw and header.search(_strip_labels(raw))
+    ]
+
+
+def _parse_lines(
+    lines: list[str], first: int, end: int, path: str, collective: Collective | None
+) -> NcclTestsLog:
     scan = _Scan(path)
-    lines = text.split("\n")
-    for number, raw in enumerate(lines, start=1):
-        if len(raw) <= MAX_LINE_CHARS:
-            _scan_line(scan, number, _strip_labels(raw.rstrip("\r")))
+    for index in range(first, end):
+        if len(lines[index]) <= MAX_LINE_CHARS:
+            _scan_line(scan, index + 1, _strip_labels(lines[index]))
     if not scan.rows:
         raise LogError(
-            path, len(lines), "no result rows (is this the stdout of an nccl-tests *_perf binary?)"
+            path, end, "no result rows (is this the stdout of an nccl-tests *_perf binary?)"
         )
     ranks, nodes, per_node = _rank_counts(scan.ranks)
     return NcclTestsLog(
@@ -178,7 +176,7 @@ def _scan_line(scan: _Scan, number: int, line: str) -> None:
     if ("#" in line or "NCCL" in line) and _scan_header(scan, number, line):
         return
     if scan.columns is not None and _ROW_START.match(line):
-        scan.rows.append(_parse_row(scan.path, number, line.split(), scan.columns))
+        scan.rows.append(parse_row(scan.path, number, line.split(), scan.columns))
     elif "_perf" in line:
         scan.mentions.update(m.group(1) for m in _TEST_MENTION.finditer(line))
 
@@ -186,7 +184,7 @@ def _scan_line(scan: _Scan, number: int, line: str) -> None:
 def _scan_header(scan: _Scan, number: int, line: str) -> bool:
     """Record a header line; False when the line is none of them."""
     if _COLUMNS.match(line):
-        scan.columns = _parse_columns(scan.path, number, line)
+        scan.columns = parse_columns(scan.path, number, line)
     elif found := _RANK.search(line):
         _record_rank(scan, number, int(found.group(1)), found.group(2), int(found.group(3)))
     elif found := _TEST_START.search(line):
@@ -198,112 +196,6 @@ def _scan_header(scan: _Scan, number: int, line: str) -> bool:
     else:
         return False
     return True
-
-
-def _parse_columns(path: str, number: int, line: str) -> _Columns:
-    names = line.replace("#", " #").split()
-    names = [n for n in names if n != "#"][3:]  # past size, count, type
-    has_redop = bool(names) and names[0] == "redop"
-    names = names[has_redop:]
-    has_root = bool(names) and names[0] == "root"
-    names = names[has_root:]
-    groups = len(names) // 4
-    shaped = len(names) % 4 == 0 and groups in (1, 2)
-    if not shaped or any(
-        names[4 * g : 4 * g + 3] != list(_GROUP) or names[4 * g + 3] not in _WRONG
-        for g in range(groups)
-    ):
-        raise LogError(path, number, f"unknown table columns: {line.strip()[:120]!r}")
-    return _Columns(has_redop, has_root, groups)
-
-
-def _parse_row(path: str, number: int, cells: Sequence[str], columns: _Columns) -> LogRow:
-    if len(cells) != columns.width:
-        raise LogError(
-            path,
-            number,
-            f"row has {len(cells)} columns, the table header has {columns.width}: "
-            f"{' '.join(cells)[:120]!r}",
-        )
-    size_bytes = _count(path, number, cells[0], "size")
-    count = _count(path, number, cells[1], "count")
-    dtype = _word(path, number, cells[2], "type")
-    at = 3
-    redop = _word(path, number, cells[at], "redop") if columns.has_redop else "none"
-    at += columns.has_redop
-    root = _integer(path, number, cells[at], "root") if columns.has_root else -1
-    at += columns.has_root
-    out = _group(path, number, cells[at : at + 4], required=True)
-    inp = (
-        _group(path, number, cells[at + 4 : at + 8], required=False)
-        if columns.groups == 2
-        else None
-    )
-    return LogRow(
-        size_bytes=size_bytes,
-        count=count,
-        dtype=dtype,
-        redop=redop,
-        root=root,
-        out_time_us=_present(out[0]),
-        out_algbw_gb_per_s=_present(out[1]),
-        out_busbw_gb_per_s=_present(out[2]),
-        in_time_us=inp[0] if inp else None,
-        in_algbw_gb_per_s=inp[1] if inp else None,
-        in_busbw_gb_per_s=inp[2] if inp else None,
-        line=number,
-    )
-
-
-def _group(
-    path: str, number: int, cells: Sequence[str], *, required: bool
-) -> tuple[float | None, float | None, float | None]:
-    """time, algbw, busbw of one out-of-place/in-place group, refusing wrong results."""
-    wrong = cells[3]
-    if wrong != "N/A":
-        errors = _measure(path, number, wrong, "#wrong")
-        if errors != 0 and "." not in wrong and "e" not in wrong.lower():
-            raise LogError(path, number, f"{wrong} wrong results: the run is broken, do not fit it")
-    if not required and cells[0] == cells[1] == cells[2] == "N/A":
-        return (None, None, None)
-    time_us, algbw, busbw = (
-        _measure(path, number, c, n) for c, n in zip(cells[:3], _GROUP, strict=True)
-    )
-    return (time_us, algbw, busbw)
-
-
-def _present(value: float | None) -> float:
-    # Only the optional in-place group may be N/A; _group enforces that for out-of-place.
-    assert value is not None
-    return value
-
-
-def _measure(path: str, number: int, cell: str, name: str) -> float:
-    if not _FLOAT.fullmatch(cell):
-        raise LogError(path, number, f"{name} {cell[:40]!r} is not a number")
-    value = float(cell)
-    if not math.isfinite(value) or value < 0:
-        raise LogError(path, number, f"{name} {cell[:40]!r} is not a finite non-negative number")
-    return value
-
-
-def _count(path: str, number: int, cell: str, name: str) -> int:
-    value = _integer(path, number, cell, name)
-    if value < 0:
-        raise LogError(path, number, f"{name} {cell[:40]!r} is negative")
-    return value
-
-
-def _integer(path: str, number: int, cell: str, name: str) -> int:
-    if not _INT.fullmatch(cell):
-        raise LogError(path, number, f"{name} {cell[:40]!r} is not an integer")
-    return int(cell)
-
-
-def _word(path: str, number: int, cell: str, name: str) -> str:
-    if not _WORD.fullmatch(cell):
-        raise LogError(path, number, f"{name} {cell[:40]!r} is not a name")
-    return cell
 
 
 def _record_rank(scan: _Scan, number: int, rank: int, host: str, device: int) -> None:
@@ -368,8 +260,3 @@ def _decode_version(code: int) -> str:
     if code >= 20900:
         return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -7,6 +7,7 @@ way launchers and older nccl-tests versions do, so every case checks the same kn
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricfit.calibrate.logs import MAX_LOG_CHARS, LogError, parse_log
+from fabricfit.calibrate.logs import MAX_LOG_CHARS, LogError, parse_log, parse_logs
 from fabricfit.cost.collectives import Collective
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-tests"
@@ -200,3 +201,32 @@ def test_parser_is_total(lines: list[str]) -> None:
 def test_parser_is_total_on_any_text(text: str) -> None:
     with contextlib.suppress(LogError):
         parse_log(text)
+
+
+def test_several_runs_in_one_stdout_are_split_with_their_line_numbers() -> None:
+    first, second = text_of(ALL_REDUCE), text_of("h100-10x8-xxrjun-all-gather.log")
+    text = first + "\n" + second
+    with pytest.raises(LogError, match="a second test"):
+        parse_log(text, "both.log")
+    logs = parse_logs(text, "both.log")
+    assert [log.collective for log in logs] == [Collective.ALL_REDUCE, Collective.ALL_GATHER]
+    offset = len(first.split("\n"))
+    alone = parse_log(second, "second.log")
+    assert [r.line for r in logs[1].rows] == [r.line + offset for r in alone.rows]
+    assert logs[1].rows == tuple(dataclasses.replace(r, line=r.line + offset) for r in alone.rows)
+
+
+def test_one_run_is_one_log() -> None:
+    (log,) = parse_logs(text_of(SENDRECV), SENDRECV)
+    assert log == parse_log(text_of(SENDRECV), SENDRECV)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_LINES, st.text(max_size=80)), max_size=40))
+def test_splitting_parser_is_total(lines: list[str]) -> None:
+    try:
+        logs = parse_logs("\n".join(lines), "fuzz.log")
+    except LogError as error:
+        assert str(error).startswith("fuzz.log:")
+    else:
+        assert logs and all(log.rows for log in logs)
