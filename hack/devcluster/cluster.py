@@ -4,6 +4,9 @@ State lives in ``$FABRICFIT_STATE_DIR`` (default ``~/.cache/fabricfit/cluster``)
 kubeconfig, etcd data, logs, and ``state.json`` with every pid and port we started. ``down``
 reads that file and stops exactly those processes, then removes the directory.
 
+The optional controllers (``up --with``, started by ``install``) are recorded like the five
+core components, plus their version and ports in ``controllers``; they count in the health.
+
 Besides the five control-plane components, ``state.json`` lists *attached* processes: clients
 that run against the cluster and should live and die with it (the demo's operator). ``attach``
 starts one and records it; ``down`` stops them before the control plane. They take no part in
@@ -12,7 +15,6 @@ the cluster's health.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -114,37 +116,6 @@ class State:
                 for c in data.get("controllers", [])
             ],
         )
-
-
-def write_kubeconfig(path: Path, server: str, pki: pki_mod.Pki) -> None:
-    def b64(p: Path) -> str:
-        return base64.b64encode(p.read_bytes()).decode()
-
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "fabricfit-local",
-                "cluster": {"server": server, "certificate-authority-data": b64(pki.ca_cert)},
-            }
-        ],
-        "users": [
-            {
-                "name": "admin",
-                "user": {
-                    "client-certificate-data": b64(pki.admin_cert),
-                    "client-key-data": b64(pki.admin_key),
-                },
-            }
-        ],
-        "contexts": [
-            {"name": "fabricfit-local", "context": {"cluster": "fabricfit-local", "user": "admin"}}
-        ],
-        "current-context": "fabricfit-local",
-    }
-    path.write_text(json.dumps(doc, indent=2))
-    path.chmod(0o600)
 
 
 def _etcd_args(b: Binaries, d: Path, p: Ports) -> list[str]:
@@ -301,7 +272,7 @@ def _probes(state: State) -> dict[str, Callable[[], bool]]:
 def _start_components(state: State, b: Binaries, d: Path, say: Callable[[str], None]) -> None:
     p = state.ports
     keys = pki_mod.generate(d / "pki")
-    write_kubeconfig(d / "admin.kubeconfig", f"https://127.0.0.1:{p.apiserver}", keys)
+    pki_mod.write_kubeconfig(d / "admin.kubeconfig", f"https://127.0.0.1:{p.apiserver}", keys)
     kcm_extra = [
         f"--root-ca-file={keys.ca_cert}",
         f"--service-account-private-key-file={keys.sa_key}",

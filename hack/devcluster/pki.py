@@ -3,8 +3,10 @@ the service-account signing key pair. Everything is generated fresh for every cl
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,3 +204,34 @@ def still_valid(
     except (OSError, ValueError):
         return False
     return cert.not_valid_after_utc - dt.datetime.now(dt.UTC) > margin
+
+
+def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
+    def b64(p: Path) -> str:
+        return base64.b64encode(p.read_bytes()).decode()
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "fabricfit-local",
+                "cluster": {"server": server, "certificate-authority-data": b64(pki.ca_cert)},
+            }
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {
+                    "client-certificate-data": b64(pki.admin_cert),
+                    "client-key-data": b64(pki.admin_key),
+                },
+            }
+        ],
+        "contexts": [
+            {"name": "fabricfit-local", "context": {"cluster": "fabricfit-local", "user": "admin"}}
+        ],
+        "current-context": "fabricfit-local",
+    }
+    path.write_text(json.dumps(doc, indent=2))
+    path.chmod(0o600)
