@@ -1,9 +1,10 @@
 """What refusing bad input costs: peak memory and wall time of ``fabricfit plan`` per class.
 
 Each row runs ``python -m fabricfit plan`` as a child process under a 1 GiB address-space cap
-(``RLIMIT_AS``, set by the child itself) and reads its own peak RSS and wall time from
-``wait4``. The first row is a valid plan on a small cluster, for scale (most of ~250 ms and
-~45 MiB is the interpreter and its imports). Usage: ``python benchmarks/bad_input.py``.
+(``RLIMIT_AS``, set by the child itself); the child reports its own peak RSS (VmHWM) and the
+wall time is measured around it. The first row is a valid plan on a small cluster, for
+scale (most of ~250 ms and ~35 MiB is the interpreter and its imports).
+Usage: ``python benchmarks/bad_input.py``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,29 @@ import time
 from pathlib import Path
 
 MEMORY_CAP_BYTES = 1 << 30
+# The child caps its own address space before the CLI starts (no preexec_fn: not thread-safe)
+# and writes its peak RSS (VmHWM, this exec's own; wait4's ru_maxrss would include the
+# forked parent's pages) to FABRICFIT_PEAK_FILE at exit.
 LAUNCHER = (
-    "import resource, runpy, sys; "
-    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP_BYTES}, {MEMORY_CAP_BYTES})); "
-    "sys.argv = ['fabricfit', *sys.argv[1:]]; runpy.run_module('fabricfit', run_name='__main__')"
+    "import atexit, os, resource, runpy, sys\n"
+    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP_BYTES}, {MEMORY_CAP_BYTES}))\n"
+    "def peak():\n"
+    "    with open('/proc/self/status') as s, open(os.environ['FABRICFIT_PEAK_FILE'], 'w') as f:\n"
+    "        f.write(next(line for line in s if line.startswith('VmHWM')).split()[1])\n"
+    "atexit.register(peak)\n"
+    "sys.argv = ['fabricfit', *sys.argv[1:]]\n"
+    "runpy.run_module('fabricfit', run_name='__main__')\n"
 )
+
+
+def read_peak_mib(path: Path) -> float:
+    """The child's VmHWM in MiB (0 when it died before writing it)."""
+    try:
+        return int(path.read_text() or 0) / 1024
+    except (OSError, ValueError):
+        return 0.0
+
+
 TT = "gpusPerPod: 8\nparallelism: {tensor: 8, data: 2}\n"
 
 
@@ -63,20 +82,22 @@ CASES: dict[str, tuple[str, str]] = {  # name: (nodes file text or a path, topol
 
 
 def run(args: list[str], stdin: int | None = None) -> tuple[int, float, float, str]:
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak"
         start = time.perf_counter()
         child = subprocess.Popen(
             [sys.executable, "-c", LAUNCHER, *args],
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
+            env={**os.environ, "FABRICFIT_PEAK_FILE": str(peak_file)},
         )
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child.wait()
         seconds = time.perf_counter() - start
         err.seek(0)
         message = err.read().decode("utf-8", "replace").strip()
-    return child.returncode, seconds, usage.ru_maxrss / 1024, message
+        peak = read_peak_mib(peak_file)
+    return child.returncode, seconds, peak, message
 
 
 def main() -> None:

@@ -5,7 +5,8 @@ encode a node name, a file that is a device or a pipe, memory that runs out. Eac
 runs ``python -m fabricfit`` as a child with its address space capped (``RLIMIT_AS``) at
 :data:`MEMORY_CAP_BYTES`, so a regression that expands an alias bomb or reads ``/dev/zero``
 fails the test (MemoryError, exit 2 "out of memory") instead of swapping the machine. The
-child's peak RSS and wall time come from ``os.wait4``; the worst rejected input is printed.
+child reports its own peak RSS (VmHWM) and the wall time is measured around it; the worst
+rejected input is printed.
 The long hypothesis run over every hostile-file class is marked ``slow`` (``make test-slow``).
 """
 
@@ -42,38 +43,56 @@ class Run:
     peak_mib: float
 
 
-# The child caps its own address space before the CLI starts (no preexec_fn: not thread-safe).
+# The child caps its own address space before the CLI starts (no preexec_fn: not thread-safe)
+# and writes its peak RSS (VmHWM, this exec's own; wait4's ru_maxrss would include the
+# forked parent's pages) to FABRICFIT_PEAK_FILE at exit.
 LAUNCHER = (
-    "import resource, runpy, sys; "
-    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP_BYTES}, {MEMORY_CAP_BYTES})); "
-    "sys.argv = ['fabricfit', *sys.argv[1:]]; runpy.run_module('fabricfit', run_name='__main__')"
+    "import atexit, os, resource, runpy, sys\n"
+    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP_BYTES}, {MEMORY_CAP_BYTES}))\n"
+    "def peak():\n"
+    "    with open('/proc/self/status') as s, open(os.environ['FABRICFIT_PEAK_FILE'], 'w') as f:\n"
+    "        f.write(next(line for line in s if line.startswith('VmHWM')).split()[1])\n"
+    "atexit.register(peak)\n"
+    "sys.argv = ['fabricfit', *sys.argv[1:]]\n"
+    "runpy.run_module('fabricfit', run_name='__main__')\n"
 )
+
+
+def read_peak_mib(path: Path) -> float:
+    """The child's VmHWM in MiB (0 when it died before writing it)."""
+    try:
+        return int(path.read_text() or 0) / 1024
+    except (OSError, ValueError):
+        return 0.0
 
 
 def fabricfit(
     case: str, *args: str, stdin: Any = subprocess.DEVNULL, env: dict[str, str] | None = None
 ) -> Run:
-    """Run the CLI in a child process under the memory cap; its own peak RSS and wall time
-    come from ``wait4`` (a killer thread ends a child that outlives the timeout)."""
+    """Run the CLI in a child process under the memory cap and measure its peak RSS and wall
+    time (a killer thread ends a child that outlives the timeout)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        peak_file = Path(tempfile.mkdtemp(prefix="fabricfit-peak-")) / "peak"
         start = time.perf_counter()
         child = subprocess.Popen(
             [sys.executable, "-c", LAUNCHER, *args],
             stdin=stdin,
             stdout=out,
             stderr=err,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **(env or {}), "FABRICFIT_PEAK_FILE": str(peak_file)},
         )
         killer = threading.Timer(TIMEOUT_SECONDS, child.kill)
         killer.start()
-        _, status, usage = os.wait4(child.pid, 0)
+        _, status = os.waitpid(child.pid, 0)
         killer.cancel()
         seconds = time.perf_counter() - start
         child.returncode = code = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         text = [stream.read().decode("utf-8", "replace") for stream in (out, err)]
-        run = Run(code, text[0], text[1], seconds, usage.ru_maxrss / 1024)
+        run = Run(code, text[0], text[1], seconds, read_peak_mib(peak_file))
+        peak_file.unlink(missing_ok=True)
+        peak_file.parent.rmdir()
     RESULTS.append((case, run.code, run.seconds, run.peak_mib))
     return run
 
