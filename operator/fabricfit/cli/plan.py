@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,10 @@ from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_name
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
-from fabricfit.fabric.profiles import DEFAULT_PROFILE, ProfileError, get_profile
+from fabricfit.fabric.profiles import DEFAULT_PROFILE, ProfileError
 from fabricfit.fabric.snapshot import build_snapshot
-from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.search import plan_placement
-from fabricfit.render.policy import admit
+from fabricfit.render.policy import admit, choose_fabric
 from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
 
@@ -117,17 +115,6 @@ def _pod_group(selector: object, objects: list[dict[str, Any]]) -> dict[str, Any
     return {"apiVersion": "v1", "kind": "PodGroup", "items": pods} if pods else None
 
 
-def choose_fabric(snapshot: ClusterSnapshot, *requested: str | None) -> str:
-    """The first explicit request, else the most common node fabric, else the default."""
-    for name in requested:
-        if name:
-            return name
-    counts = Counter(n.fabric for n in snapshot.nodes if n.fabric and n.available)
-    if counts:
-        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
-    return DEFAULT_PROFILE
-
-
 def execute(args: argparse.Namespace) -> int:
     nodes = read_objects(args.nodes, "nodes", kind="Node")
     pods = read_objects(args.pods, "pods", kind="Pod") if args.pods else []
@@ -136,12 +123,14 @@ def execute(args: argparse.Namespace) -> int:
     if admission.spec is None or admission.request is None:
         raise UsageError(f"topology file {shown(args.topology)}: {admission.message}")
     spec, request = admission.spec, admission.request
-    snapshot = build_snapshot(nodes, pods, scheme=args.label_scheme or spec.label_scheme)
-    fabric = choose_fabric(snapshot, args.fabric, spec.fabric)
+    # As the operator with its defaults: unlabelled nodes are of its default fabric.
+    scheme = args.label_scheme or spec.label_scheme
+    snapshot = build_snapshot(nodes, pods, scheme=scheme, default_fabric=DEFAULT_PROFILE)
     try:
-        profile = get_profile(fabric)
+        profile, why = choose_fabric(spec, snapshot, DEFAULT_PROFILE, override=args.fabric)
     except ProfileError as err:
         raise UsageError(str(err)) from None
+    fabric = profile.name
     try:
         decision = plan_placement(snapshot, request, profile)
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
@@ -152,6 +141,7 @@ def execute(args: argparse.Namespace) -> int:
         print(json.dumps(decision.to_json_dict(), indent=1, sort_keys=False))
     else:
         sys.stdout.write(render_summary(decision, snapshot))
+        print(f"fabric {fabric}: {why}")
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.fabric.profiles import FabricProfile, get_profile
+from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import patch_status
 from fabricfit.placement import (
@@ -32,6 +32,7 @@ from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.inventory import holds_of_others, take_snapshot
+from fabricfit.render import policy
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
 
@@ -47,16 +48,8 @@ class PlanResult:
 def resolve_profile(
     spec: TrainingTopologySpec, snapshot: ClusterSnapshot, default: str
 ) -> FabricProfile:
-    """The spec's fabric, else the most common fabric label of the nodes, else the default."""
-    if spec.fabric:
-        return get_profile(spec.fabric)
-    labelled = Counter(n.fabric for n in snapshot.nodes if n.fabric)
-    for name, _count in sorted(labelled.items(), key=lambda item: (-item[1], item[0] or "")):
-        try:
-            return get_profile(str(name))
-        except ValueError:
-            continue
-    return get_profile(default)
+    """The fabric this job is priced on: the policy ``fabricfit plan`` shares."""
+    return policy.choose_fabric(spec, snapshot, default)[0]
 
 
 def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:

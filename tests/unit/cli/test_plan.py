@@ -407,3 +407,32 @@ def test_unencodable_node_names_survive_the_summary_and_the_svg(
     code, out, err = _run(capsys, *_files(tmp_path, nodes=nodes), "--svg", str(svg))
     assert code == 0, err
     assert svg.stat().st_size > 0 and "PLACED" in out
+
+
+def _fabric_nodes(*fabrics: str) -> str:
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    items = [
+        {
+            "kind": "Node",
+            "metadata": {"name": f"g{i}", "labels": {"topology.fabricfit.dev/fabric": f}},
+            "status": {**ready, "allocatable": {"nvidia.com/gpu": "8"}},
+        }
+        for i, f in enumerate(fabrics)
+    ]
+    return json.dumps({"kind": "List", "items": items})
+
+
+def test_one_unknown_fabric_label_is_named_and_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = _files(tmp_path, nodes=_fabric_nodes("dgx-h100", "dgx-h100", "dgx-h1OO"))
+    code, out, _ = _run(capsys, *args)
+    assert code == 0
+    assert "topology.fabricfit.dev/fabric='dgx-h1OO' on node g2" in out
+
+
+def test_only_unknown_fabric_labels_name_the_node_and_the_label(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = _files(tmp_path, nodes=_fabric_nodes("dgx-h1OO", "dgx-h1OO"))
+    _one_line_exit_2(capsys, args, "node g0: label topology.fabricfit.dev/fabric='dgx-h1OO'")

@@ -1,6 +1,7 @@
 """``fabricfit plan`` decides exactly what the operator decides, on the same inputs.
 
-Hypothesis draws a cluster (nodes, some GPUs already held by pods), a TrainingTopology spec —
+Hypothesis draws a cluster (nodes, some GPUs already held by pods, fabric labels absent, mixed
+or misspelt), a TrainingTopology spec —
 valid, breaking a CRD rule, or naming a workload whose template constrains nodes — and the
 workload itself. The CLI path runs ``fabricfit plan --json`` on files holding them; the operator
 path runs one real reconcile (``reconcile.service.reconcile``) against an in-memory API that
@@ -91,8 +92,23 @@ def pod(index: int, node_name: str, gpus: int) -> dict[str, Any]:
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[list[Any], list[Any], dict[str, Any], dict[str, Any] | None]:
     count = draw(st.integers(0, 10))
-    fabric = draw(st.sampled_from([None, "dgx-h100", "dgx-a100"]))
-    nodes = [node(i, draw(st.sampled_from([0, 4, 8, 8])), i // 4, fabric) for i in range(count)]
+    # Fabric labels as clusters carry them: none, one preset, a mix, a typo on some nodes.
+    labels = draw(
+        st.sampled_from(
+            [
+                [None],
+                ["dgx-h100"],
+                ["dgx-a100"],
+                ["dgx-a100", None],
+                ["dgx-h100", "dgx-a1OO"],
+                ["no-such"],
+            ]
+        )
+    )
+    nodes = [
+        node(i, draw(st.sampled_from([0, 4, 8, 8])), i // 4, draw(st.sampled_from(labels)))
+        for i in range(count)
+    ]
     busy = [
         pod(i, n["metadata"]["name"], draw(st.sampled_from([4, 8])))
         for i, n in enumerate(nodes)
@@ -115,8 +131,8 @@ def cases(draw: st.DrawFn) -> tuple[list[Any], list[Any], dict[str, Any], dict[s
             "data": draw(st.sampled_from(["Required", "Preferred"])),
         },
     }
-    if fabric is None:
-        spec["fabric"] = draw(st.sampled_from(["dgx-h100", "dgx-b200"]))
+    if draw(st.booleans()):
+        spec["fabric"] = draw(st.sampled_from(["dgx-h100", "dgx-b200", "no-such-fabric"]))
     if draw(st.integers(0, 5)) == 0:
         spec["gpusPerPod"] = draw(st.sampled_from([0, 65, "x", None]))
     world = parallelism["tensor"] * parallelism["data"] * parallelism["pipeline"]

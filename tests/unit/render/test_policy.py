@@ -185,3 +185,46 @@ def test_integers_are_not_coerced_from_booleans_or_strings(value: object) -> Non
 def test_an_integral_float_stays_accepted_as_the_api_server_accepts_it() -> None:
     parsed, problems = parse_spec(spec(gpusPerPod=8.0))
     assert parsed is not None and parsed.gpus_per_pod == 8 and problems == ()
+
+
+def cluster_with_fabrics(*fabrics: str | None) -> Any:
+    from fabricfit.fabric.snapshot import build_snapshot
+
+    label = "topology.fabricfit.dev/fabric"
+    nodes = [
+        {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {label: f} if f else {}}}
+        for i, f in enumerate(fabrics)
+    ]
+    return build_snapshot(nodes, default_fabric="dgx-h100")
+
+
+def test_choose_fabric_follows_override_spec_labels_default() -> None:
+    from fabricfit.render.policy import choose_fabric
+
+    parsed, _ = parse_spec(BASE)
+    assert parsed is not None
+    with_spec = parsed.model_copy(update={"fabric": "dgx-b200"})
+    labelled = cluster_with_fabrics("dgx-a100", "dgx-a100", None)
+    assert choose_fabric(parsed, labelled, "dgx-h100", override="dgx-h200")[0].name == "dgx-h200"
+    assert choose_fabric(with_spec, labelled, "dgx-h100")[0].name == "dgx-b200"
+    assert choose_fabric(parsed, labelled, "dgx-h100")[0].name == "dgx-a100"  # 2 votes to 1
+    assert choose_fabric(parsed, cluster_with_fabrics(), "dgx-h100")[0].name == "dgx-h100"
+
+
+def test_an_unknown_fabric_label_names_the_node_and_the_label() -> None:
+    from fabricfit.fabric.profiles import ProfileError
+    from fabricfit.render.policy import choose_fabric
+
+    parsed, _ = parse_spec(BASE)
+    assert parsed is not None
+    profile, why = choose_fabric(
+        parsed, cluster_with_fabrics("dgx-a1OO", "dgx-a1OO", "dgx-a100"), "x"
+    )
+    assert profile.name == "dgx-a100"
+    assert "topology.fabricfit.dev/fabric='dgx-a1OO' on node n0" in why
+    with pytest.raises(
+        ProfileError, match=r"node n0: label topology\.fabricfit\.dev/fabric='typo' names no"
+    ):
+        choose_fabric(parsed, cluster_with_fabrics("typo", "typo"), "typo")
+    with pytest.raises(ProfileError, match=r"^spec\.fabric: unknown fabric profile 'nope'"):
+        choose_fabric(parsed.model_copy(update={"fabric": "nope"}), cluster_with_fabrics(), "x")
