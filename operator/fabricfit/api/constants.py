@@ -63,6 +63,10 @@ FABRIC_PRESETS: Final = (
     "tpu-v4",
     "tpu-v5p",
     "tpu-v5e",
+    "aws-p5",
+    "gcp-a3-mega",
+    "gcp-a4",
+    "azure-nd-h100-v5",
 )
 LABEL_SCHEMES: Final = ("auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave")
 DEFAULT_RANK_ORDER: Final = "tp-cp-ep-dp-pp"

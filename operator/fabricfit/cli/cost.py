@@ -14,6 +14,7 @@ import dataclasses
 import json
 
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
+from fabricfit.cli.fabrics import read_profile_file
 from fabricfit.cost import Collective, CollectiveEstimate, CostError, estimate_collective
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError, get_profile
@@ -26,12 +27,17 @@ SU_GPUS = 256  # DGX SuperPOD scalable unit (scaling-book gpus.md)
 
 
 def configure(parser: Parser) -> None:
-    parser.add_argument(
+    fabric = parser.add_mutually_exclusive_group(required=True)
+    fabric.add_argument(
         "--fabric",
-        required=True,
         type=profile_name,
         metavar="PRESET",
         help=f"fabric preset (e.g. {DEFAULT_PROFILE})",
+    )
+    fabric.add_argument(
+        "--fabric-file",
+        metavar="PROFILE.yaml",
+        help="a custom fabric profile (the preset schema; e.g. from fabricfit calibrate)",
     )
     parser.add_argument(
         "--collective", required=True, metavar="C", help=", ".join(c.value for c in Collective)
@@ -69,10 +75,13 @@ def parse_size(text: str) -> int:
 
 
 def _profile(args: argparse.Namespace) -> FabricProfile:
-    try:
-        profile = get_profile(args.fabric)
-    except ProfileError as err:
-        raise UsageError(str(err)) from None
+    if args.fabric_file is not None:
+        profile = read_profile_file(args.fabric_file)
+    else:
+        try:
+            profile = get_profile(args.fabric)
+        except ProfileError as err:
+            raise UsageError(str(err)) from None
     if args.nics_per_node is not None:
         if not 1 <= args.nics_per_node <= 64:
             raise UsageError(f"--nics-per-node must be between 1 and 64, got {args.nics_per_node}")

@@ -22,11 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from fabricfit.api.constants import LABEL_SCHEMES
+from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_name
+from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
+from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
-from fabricfit.fabric.profiles import DEFAULT_PROFILE, ProfileError
+from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
 from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.search import plan_placement
 from fabricfit.render.policy import admit, choose_fabric
 from fabricfit.render.summary import render_summary
@@ -55,6 +59,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--fabric",
         type=profile_name,
         help="fabric profile (overrides spec.fabric and node labels)",
+    )
+    parser.add_argument(
+        "--fabric-file",
+        metavar="PROFILE.yaml",
+        help="use the custom fabric profile in this file (like --fabric; e.g. from calibrate)",
+    )
+    parser.add_argument(
+        "--fabric-dir",
+        metavar="DIR",
+        help="custom profiles spec.fabric and node labels may name, as fabricfit run reads them",
     )
     parser.add_argument(
         "--label-scheme",
@@ -115,6 +129,26 @@ def _pod_group(selector: object, objects: list[dict[str, Any]]) -> dict[str, Any
     return {"apiVersion": "v1", "kind": "PodGroup", "items": pods} if pods else None
 
 
+def _choose_fabric(
+    args: argparse.Namespace, spec: TrainingTopologySpec, snapshot: ClusterSnapshot
+) -> tuple[FabricProfile, str]:
+    """The operator's fabric choice (:func:`fabricfit.fabric.choice.choose_profile`), with
+    ``--fabric``/``--fabric-file`` first and ``--fabric-dir``'s profiles known."""
+    if args.fabric and args.fabric_file:
+        raise UsageError("give --fabric or --fabric-file, not both")
+    catalog = read_profile_dir(args.fabric_dir, strict=True) if args.fabric_dir else Catalog()
+    requested: FabricProfile | str | None = args.fabric
+    if args.fabric_file:
+        requested = read_profile_file(args.fabric_file)
+    flag = "--fabric-file" if args.fabric_file else "--fabric"
+    try:
+        return choose_fabric(
+            spec, snapshot, DEFAULT_PROFILE, override=requested, catalog=catalog, flag=flag
+        )
+    except ProfileError as err:
+        raise UsageError(str(err)) from None
+
+
 def execute(args: argparse.Namespace) -> int:
     nodes = read_objects(args.nodes, "nodes", kind="Node")
     pods = read_objects(args.pods, "pods", kind="Pod") if args.pods else []
@@ -126,10 +160,7 @@ def execute(args: argparse.Namespace) -> int:
     # As the operator with its defaults: unlabelled nodes are of its default fabric.
     scheme = args.label_scheme or spec.label_scheme
     snapshot = build_snapshot(nodes, pods, scheme=scheme, default_fabric=DEFAULT_PROFILE)
-    try:
-        profile, why = choose_fabric(spec, snapshot, DEFAULT_PROFILE, override=args.fabric)
-    except ProfileError as err:
-        raise UsageError(str(err)) from None
+    profile, why = _choose_fabric(args, spec, snapshot)
     fabric = profile.name
     try:
         decision = plan_placement(snapshot, request, profile)
@@ -138,7 +169,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
     if args.json:
-        print(json.dumps(decision.to_json_dict(), indent=1, sort_keys=False))
+        body = {**decision.to_json_dict(), "fabric_reason": why}
+        print(json.dumps(body, indent=1, sort_keys=False))
     else:
         sys.stdout.write(render_summary(decision, snapshot))
         print(f"fabric {fabric}: {why}")

@@ -23,19 +23,20 @@ value, in the words of a YAML document ("a mapping", "a number"), never a Python
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from fabricfit.api.constants import GPU_RESOURCE, LABEL_FABRIC
+from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import violations
+from fabricfit.fabric.catalog import Catalog
+from fabricfit.fabric.choice import choose_profile
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.pods import pod_gpu_request
-from fabricfit.fabric.profiles import PRESETS, FabricProfile, ProfileError, get_profile
+from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.layout import validate_layout
 from fabricfit.placement.request import PlacementRequest, request_from_spec
@@ -170,53 +171,23 @@ def choose_fabric(
     spec: TrainingTopologySpec,
     snapshot: ClusterSnapshot,
     default: str,
-    override: str | None = None,
+    override: FabricProfile | str | None = None,
+    *,
+    catalog: Catalog | None = None,
+    flag: str = "--fabric",
 ) -> tuple[FabricProfile, str]:
-    """The fabric a job is priced on, and why: ``override`` (``fabricfit plan --fabric``),
-    else ``spec.fabric``, else the fabric most nodes name in their
-    ``topology.fabricfit.dev/fabric`` label (unlabelled nodes count for ``default``, the
-    operator's ``--fabric``), else ``default``. A label naming no known profile is skipped and
-    named in the reason; when no label names one, the error names the node and the label.
-    (The fabric-choice owner may extend the order — instance types, profile files — here.)"""
-    for name, where in ((override, "--fabric"), (spec.fabric, "spec.fabric")):
-        if name:
-            try:
-                return get_profile(name), f"{where} names {name}"
-            except ProfileError as err:
-                raise ProfileError(f"{where}: {err}") from None
-    votes = Counter(n.fabric for n in snapshot.nodes if n.fabric)
-    known: dict[str, FabricProfile] = {}
-    unknown: list[str] = []
-    for name in sorted(votes, key=lambda name: (-votes[name], name or "")):
-        try:
-            known[str(name)] = get_profile(str(name))
-        except ProfileError:
-            unknown.append(str(name))
-    if known:
-        name, profile = next(iter(known.items()))
-        ignored = _unknown_labels(snapshot, unknown)
-        return profile, f"{votes[name]} of {len(snapshot.nodes)} nodes are {name}{ignored}"
-    if unknown:
-        node = next(n.name for n in snapshot.nodes if n.fabric == unknown[0])
-        raise ProfileError(
-            f"node {_cut(node)}: label {LABEL_FABRIC}={shorten(unknown[0])} names no known "
-            f"fabric profile (presets: {', '.join(sorted(PRESETS))})"
-        )
-    return get_profile(default), f"no node names a fabric; the default {default}"
-
-
-def _cut(name: str, limit: int = 63) -> str:
-    return name if len(name) <= limit else name[: limit - 3] + "..."
-
-
-def _unknown_labels(snapshot: ClusterSnapshot, unknown: list[str]) -> str:
-    if not unknown:
-        return ""
-    node = next(n.name for n in snapshot.nodes if n.fabric == unknown[0])
-    return (
-        f" (ignored: {LABEL_FABRIC}={shorten(unknown[0])} on node {_cut(node)}"
-        f"{f' and {len(unknown) - 1} more' if len(unknown) > 1 else ''}, no such profile)"
+    """The fabric a job is priced on, and why, for ``fabricfit plan`` and the operator alike:
+    :func:`fabricfit.fabric.choice.choose_profile` (``override`` is ``plan --fabric`` or
+    ``--fabric-file``; ``catalog`` the presets plus the custom profiles the process loaded)."""
+    choice = choose_profile(
+        snapshot.nodes,
+        spec_fabric=spec.fabric,
+        default=default,
+        catalog=catalog or Catalog(),
+        requested=override,
+        requested_by=flag,
     )
+    return choice.profile, choice.reason
 
 
 def build_request(

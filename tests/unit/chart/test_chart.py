@@ -234,7 +234,7 @@ def test_default_image_tag_is_the_app_version() -> None:
 @pytest.mark.parametrize(
     ("sets", "error"),
     [
-        (("operator.fabric=dgx-z9",), "/operator/fabric"),
+        (("operator.fabric=DGX_Z9",), "/operator/fabric"),
         (("operator.labelScheme=whatever",), "/operator/labelScheme"),
         (("operator.resyncSeconds=0",), "/operator/resyncSeconds"),
         (("metrics.port=70000",), "/metrics/port"),
