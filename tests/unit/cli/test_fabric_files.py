@@ -84,7 +84,7 @@ def test_plan_fabric_dir_lets_labels_name_custom_profiles(
     topology.write_text(yaml.safe_dump(spec), encoding="utf-8")
     args = ["plan", "--nodes", str(dump), "--topology", str(topology), "--json"]
     code, _, err = run(capsys, *args)
-    assert code == 2 and "site-h100" in err and "names no fabric profile" in err
+    assert code == 2 and "site-h100" in err and "names no known fabric profile" in err
     code, out, err = run(capsys, *args, "--fabric-dir", str(folder))
     assert code in (0, 1), err
     assert json.loads(out)["fabric"] == "site-h100"

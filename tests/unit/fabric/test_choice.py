@@ -13,10 +13,12 @@ from fabricfit.fabric.profiles import PRESETS, get_profile
 from fabricfit.fabric.topology import FabricPlace, NodeInfo
 
 INSTANCE = "node.kubernetes.io/instance-type"
+TPU = {LABEL_FABRIC: "tpu-v4"}
 
 
 def labelled(name: str, fabric: str, gpus: int = 8) -> NodeInfo:
-    return NodeInfo(name, gpus, gpus, gpus, FabricPlace(), labels={LABEL_FABRIC: fabric})
+    labels = {LABEL_FABRIC: fabric}
+    return NodeInfo(name, gpus, gpus, gpus, FabricPlace(), fabric=fabric, labels=labels)
 
 
 def typed(name: str, machine: str, key: str = INSTANCE) -> NodeInfo:
@@ -59,10 +61,19 @@ def test_the_beta_instance_type_label_counts_too() -> None:
 
 
 def test_an_unknown_label_names_the_node_and_the_label() -> None:
+    name, reason = choose([labelled("good", "dgx-b200"), labelled("gpu-7", "dgx-h999")])
+    assert name == "dgx-b200"
+    assert f"ignored: {LABEL_FABRIC}='dgx-h999' on node gpu-7" in reason
     with pytest.raises(FabricChoiceError) as err:
-        choose([labelled("good", "dgx-h100"), labelled("gpu-7", "dgx-h999")])
+        choose([labelled("gpu-7", "dgx-h999")])
     message = str(err.value)
     assert "gpu-7" in message and f"{LABEL_FABRIC}='dgx-h999'" in message
+
+
+def test_unlabelled_nodes_are_of_the_default() -> None:
+    unlabelled = NodeInfo("u", 8, 8, 8, FabricPlace(), fabric="dgx-h100")
+    name, reason = choose([unlabelled, unlabelled, labelled("a", "dgx-a100")])
+    assert name == "dgx-h100" and "default" in reason
 
 
 def test_an_unknown_spec_fabric_says_spec_fabric() -> None:
@@ -74,12 +85,12 @@ def test_mixed_fabrics_take_the_most_gpus_and_say_so() -> None:
     nodes = [labelled("a", "dgx-a100"), labelled("b", "dgx-a100"), typed("c", "p5.48xlarge")]
     name, reason = choose(nodes)
     assert name == "dgx-a100"
-    assert "2 fabrics" in reason and "aws-p5 (8 GPUs)" in reason
+    assert "2 fabrics" in reason and "aws-p5 on 1" in reason
 
 
 def test_unavailable_and_gpu_less_nodes_do_not_vote() -> None:
     nodes = [
-        NodeInfo("down", 8, 8, 8, FabricPlace(), available=False, labels={LABEL_FABRIC: "tpu-v4"}),
+        NodeInfo("down", 8, 8, 8, FabricPlace(), False, fabric="tpu-v4", labels=TPU),
         labelled("cpu", "dgx-a100", gpus=0),
         labelled("up", "dgx-b200"),
     ]
