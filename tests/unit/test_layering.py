@@ -120,7 +120,7 @@ def test_pure_core_has_no_io_imports_and_no_clock(path: Path) -> None:
             )
 
 
-@pytest.mark.parametrize("command", ["cost", "plan", "crd"])
+@pytest.mark.parametrize("command", ["cost", "plan", "crd", "calibrate"])
 def test_offline_commands_do_not_import_the_operator_stack(command: str) -> None:
     code = (
         "import sys\n"

@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "start the operator (kopf) against the current cluster",
     "plan": "plan a placement offline from a node dump and a TrainingTopology",
     "cost": "predict the time of one collective on a fabric preset",
+    "calibrate": "fit a fabric profile to nccl-tests logs of your cluster",
     "crd": "print the TrainingTopology CRD generated from the models",
     "inspect": "show the topology tiers fabricfit detects in a node dump",
     "release": "remove fabricfit's finalizers and scheduling gates (uninstall, operator down)",

@@ -1,0 +1,172 @@
+"""``fabricfit calibrate``: fit a fabric profile to a cluster's own nccl-tests logs (offline).
+
+Theory of operation
+-------------------
+Every ``LOG`` is the stdout of ``all_reduce_perf``, ``all_gather_perf``, ``reduce_scatter_perf``,
+``alltoall_perf`` or ``sendrecv_perf`` (several runs in one file are split at their headers;
+:func:`fabricfit.calibrate.logs.parse_logs`). Node and GPU counts come from the ``# Rank``
+lines, else from ``--nodes``/``--gpus-per-node``. The rows become measurements, the starting
+profile is ``--fabric`` or the preset whose predictions are closest (median |busbw error|), and
+:func:`fabricfit.calibrate.fit.fit_profile` fits its bandwidths, latencies and efficiencies.
+The result is written as a profile file of the preset schema (``--output``; loadable by
+``--fabric-file`` and ``fabricProfiles``) and a table compares each row with the fit.
+Unreadable or unparsable input is exit 2 with one line naming the file (and line). Imports
+neither kopf nor the Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from fabricfit.calibrate.fit import (
+    FitError,
+    FitResult,
+    Measurement,
+    fit_profile,
+    measurements_from_log,
+    predict,
+)
+from fabricfit.calibrate.logs import LogError, NcclTestsLog, parse_logs
+from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
+from fabricfit.cli.inputs import read_bytes, shown
+from fabricfit.cost import Collective
+from fabricfit.fabric.catalog import dump_profile
+from fabricfit.fabric.documents import DocumentError, decode_text
+from fabricfit.fabric.profiles import PRESETS, FabricProfile, ProfileError, get_profile
+
+MAX_NAME_CHARS = 63
+
+
+def configure(parser: Parser) -> None:
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests stdout files")
+    parser.add_argument("--nodes", type=int, metavar="N", help="nodes, when the log has no ranks")
+    parser.add_argument(
+        "--gpus-per-node", type=int, metavar="G", help="GPUs per node, when the log has no ranks"
+    )
+    parser.add_argument(
+        "--fabric",
+        type=profile_name,
+        metavar="BASE",
+        help="preset to start from (default: the preset that fits the logs best)",
+    )
+    parser.add_argument(
+        "--collective",
+        metavar="C",
+        help="collective of logs that do not name their test (e.g. all-reduce)",
+    )
+    parser.add_argument("--name", type=profile_name, help="profile name (default BASE-calibrated)")
+    parser.add_argument("--output", metavar="PROFILE.yaml", help="write the fitted profile here")
+
+
+def read_measurements(
+    paths: Sequence[str],
+    nodes: int | None,
+    gpus_per_node: int | None,
+    collective: Collective | None = None,
+) -> list[Measurement]:
+    """Every out-of-place row of every run in ``paths``; UsageError naming the file (and line)."""
+    found: list[Measurement] = []
+    for path in paths:
+        try:
+            text = decode_text(read_bytes(path, "log"))
+        except DocumentError as err:
+            raise UsageError(f"log file {shown(path)}: {err}") from None
+        try:
+            for log in parse_logs(text, shown(path), collective):
+                found += measurements_from(log, nodes, gpus_per_node)
+        except (LogError, FitError) as err:
+            raise UsageError(str(err)) from None
+    if not found:
+        raise UsageError("no measurement rows in the logs (sizes and times are all zero)")
+    return found
+
+
+def measurements_from(log: NcclTestsLog, nodes: int | None, gpus: int | None) -> list[Measurement]:
+    # fit's log protocol declares settable attributes; the parsed log is frozen (same fields)
+    return list(measurements_from_log(log, nodes=nodes, gpus_per_node=gpus))  # type: ignore[arg-type]
+
+
+def median_error(profile: FabricProfile, rows: Sequence[Measurement]) -> float:
+    """Median |busbw error| of ``profile`` on ``rows`` (inf when it cannot price them)."""
+    try:
+        return statistics.median(abs(predict(profile, m).error) for m in rows)
+    except (ValueError, ZeroDivisionError):
+        return float("inf")
+
+
+def choose_base(rows: Sequence[Measurement]) -> FabricProfile:
+    """The GPU preset whose predictions are closest to ``rows`` (ties: by name)."""
+    gpus = max(m.gpus_per_node for m in rows)
+    fits = [p for p in PRESETS.values() if not p.is_torus and p.gpus_per_node >= gpus]
+    scored = sorted((median_error(p, rows), p.name) for p in fits)
+    if not scored or scored[0][0] == float("inf"):
+        raise UsageError(f"no preset can price these logs ({gpus} GPUs per node)")
+    return PRESETS[scored[0][1]]
+
+
+def render_table(result: FitResult) -> str:
+    head = f"{'collective':<15}{'nodes':>8}{'size (B)':>17}"
+    lines = [f"{head}{'measured':>11}{'predicted':>11}{'error':>9}"]
+    for row in result.rows:
+        m = row.measurement
+        lines.append(
+            f"{m.collective.value:<15}{f'{m.nodes}x{m.gpus_per_node}':>8}{m.size_bytes:>17,}"
+            f"{m.busbw_gb_per_s:>11.2f}{row.predicted_busbw_gb_per_s:>11.2f}{row.error:>+9.1%}"
+        )
+    lines.append("busbw in GB/s; error = predicted/measured - 1")
+    lines.append(
+        f"fitted {len(result.rows)} rows: median |error| {result.median_abs_error:.1%}, "
+        f"worst {result.worst_abs_error:.1%}"
+    )
+    return "\n".join(lines)
+
+
+def _base(args: argparse.Namespace, rows: Sequence[Measurement]) -> FabricProfile:
+    if args.fabric is None:
+        return choose_base(rows)
+    try:
+        return get_profile(args.fabric)
+    except ProfileError as err:
+        raise UsageError(str(err)) from None
+
+
+def _name(args: argparse.Namespace, base: FabricProfile) -> str:
+    name = args.name or f"{base.name}-calibrated"[:MAX_NAME_CHARS]
+    if name in PRESETS:
+        raise UsageError(f"--name {name} is a preset's name; a calibrated profile needs its own")
+    return name
+
+
+def execute(args: argparse.Namespace) -> int:
+    for flag, value in (("--nodes", args.nodes), ("--gpus-per-node", args.gpus_per_node)):
+        if value is not None and not 1 <= value <= 65_536:
+            raise UsageError(f"{flag} must be between 1 and 65536, got {value}")
+    collective = None
+    if args.collective is not None:
+        try:
+            collective = Collective(args.collective)
+        except ValueError:
+            names = ", ".join(c.value for c in Collective)
+            raise UsageError(f"unknown --collective (one of {names})") from None
+    rows = read_measurements(args.logs, args.nodes, args.gpus_per_node, collective)
+    base = _base(args, rows)
+    try:
+        result = fit_profile(base, rows, name=_name(args, base))
+    except (FitError, ValueError) as err:
+        raise UsageError(f"cannot fit {base.name} to the logs: {err}") from None
+    print(f"base fabric {base.name}: median |error| {median_error(base, rows):.1%} before fitting")
+    print(render_table(result))
+    if args.output:
+        sources = ", ".join(sorted({shown(p) for p in args.logs}))
+        header = f"Fitted by fabricfit calibrate from {base.name} on: {sources}"
+        text = dump_profile(result.profile, header=header)
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except (OSError, ValueError) as err:
+            reason = getattr(err, "strerror", None) or "invalid path"
+            raise UsageError(f"cannot write {shown(args.output)}: {reason}") from None
+        print(f"wrote {result.profile.name} to {shown(args.output)}")
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""``fabricfit calibrate`` on real published nccl-tests logs (tests/fixtures/nccl-tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabricfit.cli.main import main
+from fabricfit.fabric.catalog import parse_profile_file
+
+LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-tests"
+ONE_NODE = LOGS / "h100-1x8-xxrjun-all-reduce.log"
+TEN_NODES = LOGS / "h100-10x8-xxrjun-all-reduce.log"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(["calibrate", *argv])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_two_node_counts_fit_a_loadable_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "mine.yaml"
+    code, out, err = run(
+        capsys, str(ONE_NODE), str(TEN_NODES), "--fabric", "dgx-h100", "--output", str(output)
+    )
+    assert code == 0, err
+    profile = parse_profile_file(output.read_text(encoding="utf-8"), str(output))
+    assert profile.name == "dgx-h100-calibrated"
+    assert "10x8" in out and "1x8" in out and "median |error|" in out
+    code, out, err = run(capsys, str(ONE_NODE), str(TEN_NODES), "--fabric", "dgx-h100")
+    assert code == 0
+    fitted = float(out.rsplit("median |error| ", 1)[1].split("%")[0])
+    before = float(out.split("median |error| ", 1)[1].split("%")[0])
+    assert fitted <= before
+
+
+def test_the_default_base_is_a_gpu_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(ONE_NODE))
+    assert code == 0, err
+    assert out.startswith("base fabric ")
+
+
+def test_a_log_without_its_test_name_needs_the_collective(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = str(LOGS / "h100-2x8-aws-p5-all-reduce.log")
+    code, _, err = run(capsys, log, "--nodes", "2", "--gpus-per-node", "8")
+    assert code == 2 and "unknown collective" in err
+    code, _, err = run(
+        capsys, log, "--nodes", "2", "--gpus-per-node", "8", "--collective", "all-reduce"
+    )
+    assert code == 0, err
+
+
+def test_unparsable_input_names_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.log"
+    lines = ONE_NODE.read_text(encoding="utf-8").splitlines()
+    row = next(i for i, line in enumerate(lines) if line.strip()[:1].isdigit())
+    lines[row] = lines[row].replace(lines[row].split()[5], "abc", 1)
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, str(bad))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and f"{bad}:{row + 1}:" in err
+    code, _, err = run(capsys, str(tmp_path / "missing.log"))
+    assert code == 2 and "missing.log" in err
