@@ -70,6 +70,7 @@ class Reason(StrEnum):
     # Planned
     PLANNED = ("Planned", _PLANNED, "True", _NORMAL)
     INVALID_SPEC = ("InvalidSpec", _PLANNED, "False", _WARN, True)
+    INVALID_FABRIC = ("InvalidFabric", _PLANNED, "False", _WARN, True)
     UNSUPPORTED_WORKLOAD = ("UnsupportedWorkload", _PLANNED, "False", _WARN, True)
     INSUFFICIENT_GPUS = ("InsufficientGPUs", _PLANNED, "False", _WARN)
     # Placed

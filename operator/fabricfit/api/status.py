@@ -211,6 +211,9 @@ class TrainingTopologyStatus(StatusModel):
         description="Ranks on unavailable nodes, ascending (the first 4096).",
     )
     fabric: str | None = Field(default=None, max_length=63, description="Fabric profile used.")
+    fabric_reason: str | None = Field(
+        default=None, max_length=512, description="Why that fabric profile was chosen."
+    )
     label_scheme: str | None = Field(default=None, max_length=63, description="Label scheme used.")
     planned_at: str | None = Field(
         default=None,

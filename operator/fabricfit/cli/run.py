@@ -16,10 +16,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from fabricfit.api.constants import FABRIC_PRESETS, LABEL_SCHEMES
-from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line
+from fabricfit.api.constants import LABEL_SCHEMES
+from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
+from fabricfit.cli.fabrics import read_profile_dir
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.kube.peering import parse_priority
+
+DEFAULT_FABRIC_DIR = "/etc/fabricfit/fabrics"
 
 if TYPE_CHECKING:
     import kopf
@@ -61,7 +64,17 @@ def configure(parser: Parser) -> None:
         help="serve Prometheus metrics on PORT at /metrics (0 disables)",
     )
     parser.add_argument(
-        "--fabric", default=DEFAULT_PROFILE, choices=FABRIC_PRESETS, help="default fabric preset"
+        "--fabric",
+        default=DEFAULT_PROFILE,
+        type=profile_name,
+        help="default fabric (a preset or a profile of --fabric-dir)",
+    )
+    parser.add_argument(
+        "--fabric-dir",
+        default=DEFAULT_FABRIC_DIR,
+        metavar="DIR",
+        help="custom fabric profiles, *.yaml (the chart mounts fabricProfiles here; "
+        "a missing directory means none)",
     )
     parser.add_argument(
         "--label-scheme", default="auto", choices=LABEL_SCHEMES, help="default node label scheme"
@@ -95,7 +108,13 @@ def execute(args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    catalog = read_profile_dir(args.fabric_dir, strict=False, missing_ok=True)
+    for why in catalog.refused.values():
+        logging.getLogger("fabricfit").warning("fabric profile refused: %s", why)
+    if args.fabric not in catalog:
+        raise UsageError(f"--fabric {args.fabric}: unknown fabric profile ({catalog.known()})")
     config = OperatorConfig(
+        catalog=catalog,
         default_fabric=args.fabric,
         label_scheme=args.label_scheme,
         resync_seconds=args.resync_seconds,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
+from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
@@ -22,6 +23,8 @@ class OperatorConfig:
     """Settings of one operator process (from ``fabricfit run`` flags / Helm values)."""
 
     default_fabric: str = DEFAULT_PROFILE
+    # presets plus the custom profiles of --fabric-dir (refused files kept with their reason)
+    catalog: Catalog = field(default_factory=Catalog)
     label_scheme: str = "auto"
     resync_seconds: float = 10.0
     namespaces: tuple[str, ...] = ()  # empty: all namespaces

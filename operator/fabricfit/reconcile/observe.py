@@ -25,7 +25,6 @@ from typing import Any
 
 from fabricfit.api.conditions import ConditionType, Reason
 from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.placement import build_layout, request_from_spec
@@ -145,9 +144,9 @@ class Observer:
         layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
         try:
             profile = (
-                get_profile(record.fabric)
+                self.state.config.catalog.get(record.fabric)
                 if record.fabric
-                else planning.resolve_profile(spec, snapshot, self.state.config.default_fabric)
+                else planning.resolve_profile(spec, snapshot, self.state)[0]
             )
             quality = assess_plan(snapshot, layout, request_from_spec(spec), profile, record.pods)
         except ValueError as err:  # ProfileError, CostError: nothing to price

@@ -46,10 +46,11 @@ class PlanResult:
 
 
 def resolve_profile(
-    spec: TrainingTopologySpec, snapshot: ClusterSnapshot, default: str
-) -> FabricProfile:
-    """The fabric this job is priced on: the policy ``fabricfit plan`` shares."""
-    return policy.choose_fabric(spec, snapshot, default)[0]
+    spec: TrainingTopologySpec, snapshot: ClusterSnapshot, state: OperatorState
+) -> tuple[FabricProfile, str]:
+    """The fabric this job is priced on and why: the policy ``fabricfit plan`` shares."""
+    config = state.config
+    return policy.choose_fabric(spec, snapshot, config.default_fabric, catalog=config.catalog)
 
 
 def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
@@ -133,7 +134,9 @@ def _inputs(
     snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
     held = holds_of_others(run.key, state.ledger.merged(views.topologies), views.pods)
     request = request_from_spec(spec, target.template)
-    return snapshot, request, resolve_profile(spec, snapshot, state.config.default_fabric), held
+    profile, why = resolve_profile(spec, snapshot, state)
+    run.draft.set(fabricReason=why[:512])
+    return snapshot, request, profile, held
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:

@@ -231,7 +231,9 @@ async def _ensure_plan(
         return current, snapshot
     try:
         result = await planning.plan_and_reserve(run, target)
-    except (ProfileError, ValueError) as err:
+    except ProfileError as err:  # the fabric choice: unknown name, refused profile file
+        _invalid(run.draft, Reason.INVALID_FABRIC, str(err))
+    except ValueError as err:
         _invalid(run.draft, Reason.INVALID_SPEC, str(err))
     if result is None:
         raise _StopError
