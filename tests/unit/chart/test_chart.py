@@ -366,3 +366,30 @@ def test_standalone_has_one_replica_and_no_budget() -> None:
     assert not of_kind(objects, "PodDisruptionBudget")
     assert "affinity" not in one(objects, "Deployment")["spec"]["template"]["spec"]
     assert operator_args(objects).standalone
+
+
+def test_fabric_profiles_become_a_mounted_configmap(tmp_path: Path) -> None:
+    from fabricfit.fabric.catalog import build_catalog, dump_profile
+    from fabricfit.fabric.profiles import get_profile
+
+    profile = yaml.safe_load(dump_profile(get_profile("dgx-h100")))
+    profile.pop("name")
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"fabricProfiles": {"site-h100": profile}}), "utf-8")
+    objects = render(values)
+    config = next(
+        o for o in of_kind(objects, "ConfigMap") if o["metadata"]["name"].endswith("-fabrics")
+    )
+    catalog = build_catalog(sorted(config["data"].items()))
+    assert catalog.get("site-h100").nic_gbit_per_s == profile["nic_gbit_per_s"]
+    pod = one(objects, "Deployment")["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert "--fabric-dir=/etc/fabricfit/fabrics" in container["args"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "fabrics")
+    assert mount["mountPath"] == "/etc/fabricfit/fabrics"
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "fabrics")
+    assert volume["configMap"]["name"] == config["metadata"]["name"]
+    assert "fabricfit.dev/fabric-profiles" in pod["metadata"]["annotations"]
+    assert not [
+        o for o in of_kind(render(), "ConfigMap") if o["metadata"]["name"].endswith("-fabrics")
+    ]
