@@ -1,4 +1,4 @@
-"""Every `fabricfit plan|cost|inspect` command shown in the README runs and succeeds."""
+"""Every `fabricfit plan|cost|inspect|calibrate` command shown in the README runs and succeeds."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def readme_commands() -> list[str]:
     return [
         line
         for line in lines
-        if line.startswith(("fabricfit plan", "fabricfit cost", "fabricfit inspect"))
+        if line.startswith(
+            ("fabricfit plan", "fabricfit cost", "fabricfit inspect", "fabricfit calibrate")
+        )
     ]
 
 
@@ -28,6 +30,7 @@ def test_readme_shows_offline_examples() -> None:
     assert any(c.startswith("fabricfit plan") for c in commands)
     assert any(c.startswith("fabricfit cost") for c in commands)
     assert any(c.startswith("fabricfit inspect") for c in commands)
+    assert any(c.startswith("fabricfit calibrate") for c in commands)
 
 
 @pytest.mark.parametrize("command", readme_commands())
