@@ -52,7 +52,10 @@ def test_namespaced_operator_plans_around_other_tenants_gpus(
     tenant: str,
     tmp_path: Path,
 ) -> None:
-    nodes = [n["metadata"]["name"] for n in make_pool(core, "nsd", nodes_per_rail_group=4)]
+    nodes = [
+        n["metadata"]["name"]
+        for n in make_pool(core, "nsd", rail_groups_per_spine=1, nodes_per_rail_group=4)
+    ]
     for node in nodes[:2]:  # the other tenant fills two of the four nodes
         core.create_namespaced_pod(tenant, foreign_pod(f"busy-{node}", node, 8))
     operator.stop()
