@@ -12,14 +12,15 @@ First match wins:
    (:data:`INSTANCE_PRESETS`): EKS p5, GKE A3 Mega/A3 Ultra/A4/A4X, Azure ND v4/v5;
 5. the default (the operator's ``--fabric``, ``dgx-h100`` for the CLI).
 
-Steps 3–4 look at the GPU nodes that can take pods (every GPU node when none can): each node
-gets its label's fabric, else its instance type's preset, else none. A label naming no known
-profile is an error that names the node and the label (a typo would otherwise price the whole
-job on the wrong hardware). When the nodes disagree the fabric holding the most GPUs wins (ties:
-by name) and the reason says so: the cost model prices one fabric per job, so a mixed cluster
-is priced as its dominant fabric; keep a job on one fabric with ``spec.fabric`` plus a
-``nodeSelector``. The reason is one sentence, written to ``status.fabricReason`` and printed by
-``fabricfit plan``.
+Steps 3–5 look at the GPU nodes that can take pods (every GPU node when none can, every node
+when none has GPUs): each node counts once, for its label's fabric, else its instance type's
+preset, else the fabric the snapshot gave it (the default for unlabelled nodes, as the design's
+label table says). The most common known fabric wins (ties: by name) and the reason says how
+many nodes named it and which other fabrics were seen: the cost model prices one fabric per
+job, so a mixed cluster is priced as its dominant fabric; keep a job on one fabric with
+``spec.fabric`` plus a ``nodeSelector``. A label naming no known profile is skipped and named
+(node and label) in the reason; when no node names a known fabric the error names them. The
+reason is one sentence, written to ``status.fabricReason`` and printed by ``fabricfit plan``.
 """
 
 from __future__ import annotations
