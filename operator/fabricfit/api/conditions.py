@@ -78,6 +78,8 @@ class Reason(StrEnum):
     ADVISORY = ("Advisory", _PLACED, "False", _NORMAL)
     WORKLOAD_NOT_FOUND = ("WorkloadNotFound", _PLACED, "False", _NORMAL)
     WORKLOAD_NOT_SUSPENDED = ("WorkloadNotSuspended", _PLACED, "False", _WARN)
+    # The API server (validation or an admission webhook) refused the template patch.
+    WORKLOAD_PATCH_REJECTED = ("WorkloadPatchRejected", _PLACED, "False", _WARN)
     WAITING_FOR_PODS = ("WaitingForPods", _PLACED, "False", _NORMAL)
     PODS_OFF_PLAN = ("PodsOffPlan", _PLACED, "False", _WARN)
     # Degraded

@@ -13,10 +13,19 @@ the gate themselves, since a running pod's gates can only be removed).
 gate in one JSON Patch guarded by a ``test`` of the gate, so a concurrent change fails the patch
 instead of unpinning something else. A pod already pinned is never touched again, so an
 operator restart between planning and pinning cannot pin a pod twice or somewhere else.
+
+A template patch the API server refuses for what it says (validation: 400/422; an admission
+webhook's denial: 403 naming the webhook) will be refused again for the same inputs, so the
+refusal is remembered per TrainingTopology with a fingerprint of the patch, the workload's
+generation and the spec: the same patch is not sent again before the resync period has passed
+(pod events and updates would otherwise retry it hot); a changed workload or spec retries at
+once. Any other error (RBAC, a webhook that could not be called) is raised, for kopf to retry.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +34,7 @@ from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.kube.workloads import patch_pod, patch_workload
-from fabricfit.reconcile.context import Target
+from fabricfit.reconcile.context import Refusal, Target
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kinds import (
     allows_pod_affinity,
@@ -51,13 +60,21 @@ class Intent:
     kueue_annotations: Mapping[str, str]
 
 
+#: How much of the server's refusal message a condition and its Event carry.
+REFUSAL_MESSAGE_CHARS = 512
+#: Part of the resync period after which a refused patch is tried again (timers drift a bit).
+REFUSAL_RETRY_FRACTION = 0.9
+
+
 @dataclass
 class Applied:
-    """What applying changed and what stopped it."""
+    """What applying changed and what stopped it: ``blocked`` (a started workload that needs
+    suspending) or ``rejected`` (the API server refused the patch)."""
 
     patched_workload: bool = False
     unsuspended: bool = False
     blocked: str | None = None
+    rejected: str | None = None
     pinned: list[str] = field(default_factory=list)
     lost: set[int] = field(default_factory=set)
 
@@ -95,11 +112,43 @@ def build_patch_for(target: Target, intent: Intent, topology: str) -> dict[str, 
     return body
 
 
+def is_refusal(err: ApiError) -> bool:
+    """Whether the API server refused a write for its content (validation or an admission
+    webhook's denial), so that the same write would be refused again."""
+    if err.status in (400, 422):
+        return True
+    text = err.message.lower()
+    return err.status == 403 and ("admission webhook" in text or "denied request" in text)
+
+
+def describe_refusal(target: Target, namespace: str, err: ApiError) -> str:
+    """The condition message of a refused patch: the workload and the server's words."""
+    ref = target.ref
+    return (
+        f"{ref.kind} {namespace}/{ref.name} refused fabricfit's template patch "
+        f"({err.status} {err.reason}): {err.message[:REFUSAL_MESSAGE_CHARS]}"
+    )
+
+
+def fingerprint_patch(target: Target, body: Mapping[str, Any]) -> int:
+    """What a refusal depends on: the patch, the workload's identity and generation, the spec."""
+    meta = (target.workload or {}).get("metadata") or {}
+    identity = (meta.get("uid"), meta.get("generation"), target.spec.model_dump_json())
+    return hash((json.dumps(body, sort_keys=True, default=str), identity))
+
+
 async def apply_to_workload(
-    rest: Rest, key: TopologyKey, target: Target, intent: Intent
+    rest: Rest,
+    key: TopologyKey,
+    target: Target,
+    intent: Intent,
+    *,
+    refusals: dict[TopologyKey, Refusal] | None = None,
+    retry_after_seconds: float = 0.0,
 ) -> Applied:
     """Patch the workload's templates for the mode, then lift its suspension when fabricfit
-    alone gates it (pinned mode without a Kueue queue)."""
+    alone gates it (pinned mode without a Kueue queue). ``refusals`` remembers refused
+    patches (see the module doc); one is sent again after ``retry_after_seconds``."""
     spec, ref, workload = target.spec, target.ref, target.workload or {}
     namespace, name = key
     result = Applied()
@@ -111,17 +160,16 @@ async def apply_to_workload(
         return result
     body = build_patch_for(target, intent, name)
     if body:
-        try:
-            await patch_workload(rest, ref, namespace, body)
-        except ApiError as err:
-            if err.status != 422:
-                raise
-            result.blocked = (
-                f"{ref.kind} {ref.name} cannot take the placement (its pod template is "
-                "immutable unless the workload is suspended and never started): "
-                f"{err.message[:300]}"
-            )
-            return result
+        stopped = await _send_template_patch(
+            rest,
+            key,
+            target,
+            body,
+            refusals={} if refusals is None else refusals,
+            retry_after_seconds=retry_after_seconds,
+        )
+        if stopped is not None:
+            return stopped
         result.patched_workload = True
     pinned_alone = spec.placement.mode == "pinned" and not spec.queue_name
     if pinned_alone and is_suspended(ref.kind, workload):
@@ -130,6 +178,41 @@ async def apply_to_workload(
             await patch_workload(rest, ref, namespace, unsuspend)
             result.unsuspended = True
     return result
+
+
+async def _send_template_patch(
+    rest: Rest,
+    key: TopologyKey,
+    target: Target,
+    body: Mapping[str, Any],
+    *,
+    refusals: dict[TopologyKey, Refusal],
+    retry_after_seconds: float,
+) -> Applied | None:
+    """Send the template patch; what stopped it, or None when it was applied."""
+    fingerprint = fingerprint_patch(target, body)
+    known = refusals.get(key)
+    now = time.monotonic()
+    if known and known.fingerprint == fingerprint and now - known.at_seconds < retry_after_seconds:
+        return Applied(rejected=known.message)  # refused for these very inputs: don't hammer
+    try:
+        await patch_workload(rest, target.ref, key[0], dict(body))
+    except ApiError as err:
+        if not is_refusal(err):
+            raise
+        ref, workload = target.ref, target.workload or {}
+        if err.status == 422 and is_suspended(ref.kind, workload) is False:
+            refusals.pop(key, None)  # the workload's own change (suspending it) retries
+            return Applied(
+                blocked=f"{ref.kind} {key[0]}/{ref.name} cannot take the placement (its pod "
+                "template is immutable unless the workload is suspended and never started): "
+                f"{err.message[:REFUSAL_MESSAGE_CHARS]}"
+            )
+        message = describe_refusal(target, key[0], err)
+        refusals[key] = Refusal(fingerprint, now, message)
+        return Applied(rejected=message)
+    refusals.pop(key, None)
+    return None
 
 
 async def _label_pods(

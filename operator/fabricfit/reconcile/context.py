@@ -39,6 +39,15 @@ class Views:
     topologies: Mapping[TopologyKey, Holding]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A template patch the API server refused: for which inputs, when, and what it said."""
+
+    fingerprint: int
+    at_seconds: float  # time.monotonic()
+    message: str
+
+
 @dataclass
 class OperatorState:
     config: OperatorConfig
@@ -52,6 +61,8 @@ class OperatorState:
     snapshots: dict[str, tuple[float, ClusterSnapshot]] = field(default_factory=dict)
     # Per waiting TrainingTopology, the fingerprint of the inputs its last plan did not fit in.
     infeasible: dict[TopologyKey, int] = field(default_factory=dict)
+    # Per TrainingTopology, the template patch the API server last refused (reconcile.applying).
+    refusals: dict[TopologyKey, Refusal] = field(default_factory=dict)
 
     def lock_for(self, key: TopologyKey) -> asyncio.Lock:
         return self.object_locks.setdefault(key, asyncio.Lock())

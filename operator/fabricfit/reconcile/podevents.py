@@ -121,6 +121,7 @@ async def release(body: Mapping[str, Any], state: OperatorState, views_of: Views
     async with state.lock_for(key):
         state.ledger.forget(key)
         state.infeasible.pop(key, None)
+        state.refusals.pop(key, None)
         for pod in await _pods_to_release(body, key, state, views_of):
             if not is_gated(pod):
                 continue

@@ -190,9 +190,21 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
         )
         raise _StopError
     intent = decide_intent(target, plan, snapshot, scheme)
-    applied = await applying.apply_to_workload(run.state.rest, run.key, target, intent)
+    state = run.state
+    retry_after = state.config.resync_seconds * applying.REFUSAL_RETRY_FRACTION
+    applied = await applying.apply_to_workload(
+        state.rest,
+        run.key,
+        target,
+        intent,
+        refusals=state.refusals,
+        retry_after_seconds=retry_after,
+    )
     if applied.blocked:
         run.draft.condition(Reason.WORKLOAD_NOT_SUSPENDED, applied.blocked)
+        raise _StopError
+    if applied.rejected:
+        run.draft.condition(Reason.WORKLOAD_PATCH_REJECTED, applied.rejected)
         raise _StopError
     if spec.placement.mode == "pinned":
         plan = await _pin(run, target, plan, snapshot)

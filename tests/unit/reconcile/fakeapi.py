@@ -2,7 +2,8 @@
 
 Objects live under their API paths; GET, LIST (with a label selector), merge patches and JSON
 patches behave like the API server's for what the operator sends, and every write bumps the
-``resourceVersion``. ``fail`` makes the next write to a path fail with an ``ApiError``.
+``resourceVersion``. ``fail`` makes the next write to a path fail with an ``ApiError``;
+``refuse`` makes every write to a path fail (a webhook or validation that keeps saying no).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class FakeApi:
         self.objects: dict[str, dict[str, Any]] = {}
         self.writes: list[tuple[str, str, Any]] = []  # (path, patch kind, body)
         self.fail: dict[str, ApiError] = {}
+        self.refuse: dict[str, ApiError] = {}
         self.requests: Counter[tuple[str, str, int]] = Counter()
         self._version = 100
         for path, obj in objects:
@@ -63,6 +65,8 @@ class FakeApi:
         self.writes.append((path, kind, copy.deepcopy(body)))
         if path in self.fail:
             raise self.fail.pop(path)
+        if path in self.refuse:
+            raise self.refuse[path]
         target = path.removesuffix("/status")
         if target not in self.objects:
             raise ApiError(404, "NotFound", f"{target} not found")
