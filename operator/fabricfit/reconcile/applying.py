@@ -43,6 +43,7 @@ from fabricfit.render.kinds import (
     is_suspended,
     kind_named,
     pod_index,
+    pod_spec_frozen,
     pod_templates,
     template_pod_count,
 )
@@ -82,8 +83,9 @@ class Applied:
 def build_patch_for(target: Target, intent: Intent, topology: str) -> dict[str, Any]:
     """The merge patch that puts ``intent`` on the workload's templates ({}: nothing to do)."""
     spec, ref, workload = target.spec, target.ref, target.workload or {}
-    # The API server rejects pod-affinity changes to the templates of some kinds.
-    rail_group_key = intent.rail_group_key if allows_pod_affinity(ref.kind) else None
+    # The API server (or the kind's webhook) rejects pod-affinity changes of some workloads.
+    may_change_affinity = allows_pod_affinity(ref.kind) and not pod_spec_frozen(ref.kind, workload)
+    rail_group_key = intent.rail_group_key if may_change_affinity else None
     templates = pod_templates(ref.kind, workload)
     counts = [template_pod_count(ref.kind, workload, path) for path, _ in templates]
     per_podset = group_podsets(

@@ -83,3 +83,25 @@ def test_pods_bound_off_plan_are_reported_in_pinned_mode() -> None:
         draft, Target(spec_for("Job", "batch/v1"), job(), None, pods), (a, b), snapshot
     )
     assert Reason.PODS_OFF_PLAN in [t.reason for t in draft.transitions]
+
+
+def lws(labels: dict[str, str]) -> dict[str, Any]:
+    template = {"spec": {"containers": [{"name": "w"}]}}
+    return {
+        "metadata": {"labels": labels},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
+    }
+
+
+def test_a_queued_leaderworkerset_gets_template_metadata_but_no_affinity() -> None:
+    spec = spec_for("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", mode="kueue-tas")
+    intent = Intent(("a", "b"), RAIL_KEY, {"kueue.x-k8s.io/podset-required-topology": RAIL_KEY})
+    queued = build_patch_for(
+        Target(spec, lws({"kueue.x-k8s.io/queue-name": "q"}), None, ()), intent, "t"
+    )
+    for template in queued["spec"]["leaderWorkerTemplate"].values():
+        assert "spec" not in template  # Kueue's webhook freezes the pod spec
+        assert template["metadata"]["annotations"]
+    free = build_patch_for(Target(spec, lws({}), None, ()), intent, "t")
+    worker = free["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    assert worker["spec"]["affinity"]["podAffinity"]

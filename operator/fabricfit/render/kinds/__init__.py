@@ -49,6 +49,12 @@ def allows_pod_affinity(kind: str) -> bool:
     return _of(kind).allows_pod_affinity
 
 
+def pod_spec_frozen(kind: str, workload: Mapping[str, Any]) -> bool:
+    """Whether ``workload``'s template pod specs can no longer change (a LeaderWorkerSet with
+    a Kueue queue name): fabricfit then writes template metadata only."""
+    return _of(kind).pod_spec_frozen(workload)
+
+
 def pod_templates(kind: str, workload: Mapping[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
     """(path, copy of the template) for each pod template of ``workload``; [] for kind Pod."""
     return _of(kind).pod_templates(workload)

@@ -85,6 +85,11 @@ class WorkloadKind:
         """The pod's global index from its labels (not yet checked against the size)."""
         return None
 
+    def pod_spec_frozen(self, workload: Mapping[str, Any]) -> bool:
+        """Whether the templates' pod specs can no longer change (only their metadata can),
+        beyond what ``allows_pod_affinity`` already says for every workload of the kind."""
+        return False
+
     def is_suspended(self, workload: Mapping[str, Any]) -> bool | None:
         """The workload's suspend flag; None for kinds that have none."""
         if self.suspend_path is None:

@@ -4,6 +4,10 @@
 Pod k = group index · size + worker index (the leader is worker 0). Kueue admits one group at
 a time, as a leader PodSet (1 pod) and a worker PodSet (size - 1); without a leader template
 the worker template also makes the leader's PodSet. There is no suspend flag.
+
+Kueue's webhook for LeaderWorkerSets forbids any change to the templates' pod specs (images
+aside) once the object carries a queue name, so such a workload gets metadata only (labels,
+Kueue's topology annotations): no rail-group affinity, no gate.
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from fabricfit.api.constants import LWS_GROUP_INDEX_LABEL, LWS_WORKER_INDEX_LABEL
+from fabricfit.api.constants import (
+    KUEUE_QUEUE_LABEL,
+    LWS_GROUP_INDEX_LABEL,
+    LWS_WORKER_INDEX_LABEL,
+)
 from fabricfit.render.kinds.base import Path, WorkloadKind, count, get_path, parse_index
 
 _BASE: Path = ("spec", "leaderWorkerTemplate")
@@ -40,6 +48,15 @@ class LeaderWorkerSet(WorkloadKind):
         if path[-1] == "leaderTemplate" or get_path(workload, (*_BASE, "leaderTemplate")) is None:
             return 1
         return size - 1 if size is not None else None
+
+    def pod_spec_frozen(self, workload: Mapping[str, Any]) -> bool:
+        meta = get_path(workload, ("metadata",))
+        if not isinstance(meta, Mapping):
+            return False
+        return any(
+            isinstance(found, Mapping) and bool(found.get(KUEUE_QUEUE_LABEL))
+            for found in (meta.get("labels"), meta.get("annotations"))
+        )
 
     def local_index(
         self, labels: Mapping[str, Any], workload: Mapping[str, Any] | None, index_label: str | None

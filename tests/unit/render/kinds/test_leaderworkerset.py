@@ -27,3 +27,12 @@ def test_leader_and_worker_podsets() -> None:
     assert (LWS.template_pod_count(SET, leader), LWS.template_pod_count(SET, worker)) == (1, 3)
     assert LWS.rank_template(SET) == {"w": 1}
     assert LWS.is_suspended(SET) is None and LWS.unsuspend_patch() is None
+
+
+def test_pod_specs_freeze_once_a_kueue_queue_name_is_set() -> None:
+    base = {"spec": {"leaderWorkerTemplate": {"size": 2}}}
+    assert not LWS.pod_spec_frozen(base)
+    assert not LWS.pod_spec_frozen({**base, "metadata": {"labels": {"app": "x"}}})
+    for where in ("labels", "annotations"):
+        queued = {**base, "metadata": {where: {"kueue.x-k8s.io/queue-name": "q"}}}
+        assert LWS.pod_spec_frozen(queued)
