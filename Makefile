@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml hack/constraints.txt
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
-# System tools the tests run for real: promtool and prometheus (Debian package, pinned).
+# Tools the tests run for real: promtool (Debian package, pinned) and the Prometheus server
+# (compiled: Debian's lacks Kubernetes service discovery).
 tools:
 	hack/tools.sh
 

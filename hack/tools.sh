@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/tools.sh: install the system tools the test suite runs for real (idempotent, fast when present).
-#   promtool + prometheus (Debian package `prometheus`): `promtool check metrics|rules` and a real
-#   Prometheus server scraping the operator in e2e.
+#   promtool (Debian package `prometheus`): `promtool check metrics|rules`;
+#   the Prometheus server scraping the operator in e2e, compiled by hack/lib/build.sh: Debian's
+#   server is built without Kubernetes service discovery, which the ServiceMonitor job needs.
 # The Debian version is pinned; PROMETHEUS_DEB_VERSION overrides it (e.g. on a newer release).
 set -euo pipefail
 
@@ -10,6 +11,9 @@ PROMETHEUS_DEB_VERSION=${PROMETHEUS_DEB_VERSION:-2.42.0+ds-5+deb12u1}
 have_prometheus() {
   command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1
 }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bash "$here/lib/build.sh" prometheus
 
 if have_prometheus; then
   exit 0

@@ -38,6 +38,7 @@ class Binaries:
     kwok: Path
     kwok_stages: Path
     helm: Path
+    prometheus: Path  # test tool, built by hack/tools.sh; not part of the control plane
 
     def missing(self) -> list[str]:
         paths = [
@@ -68,6 +69,7 @@ def locate() -> Binaries:
         kwok=kwok / "bin" / "kwok",
         kwok_stages=kwok / "stages.yaml",
         helm=c / f"helm-{v['HELM_VERSION']}" / "bin" / "helm",
+        prometheus=c / f"prometheus-{v['PROMETHEUS_VERSION']}" / "bin" / "prometheus",
     )
 
 

@@ -3,6 +3,7 @@
 # and caches them under $FABRICFIT_CACHE/<component>-<version>/bin. A component whose binaries
 # are already cached is skipped, so a second run costs seconds.
 #   build.sh                      etcd, kwok, helm, kubernetes
+#   build.sh prometheus           the same, plus the Prometheus server the e2e scrape runs (hack/tools.sh)
 #   build.sh kueue jobset lws     the same, plus these optional controllers
 set -euo pipefail
 
@@ -136,6 +137,26 @@ build_helm() {
   say "helm $v: done"
 }
 
+build_prometheus() {
+  # Prometheus tags its Go module v0.<minor>.<patch> for release v2.<minor>.<patch>. Built inside
+  # the module source with its own go.mod/go.sum; the web UI assets are not embedded (the tests
+  # use the HTTP API only). Debian's package lacks kubernetes_sd, which the e2e scrape needs.
+  local v=$PROMETHEUS_VERSION dir="$cache/prometheus-$PROMETHEUS_VERSION"
+  if have "$dir" prometheus; then say "prometheus $v: cached"; return; fi
+  need_go
+  local module=github.com/prometheus/prometheus modv="v0.${PROMETHEUS_VERSION#v2.}"
+  local tmp="$dir.tmp" started=$SECONDS modsrc
+  rm -rf "$tmp"; mkdir -p "$tmp/bin"
+  modsrc=$(go mod download -json "$module@$modv" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -f "$modsrc/go.mod" ] || die "prometheus $v: could not download module $module@$modv"
+  say "prometheus $v: compiling"
+  ( cd "$modsrc" && GOFLAGS="${GOFLAGS/-mod=mod/}" go build -mod=readonly -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${v#v}" \
+      -o "$tmp/bin/prometheus" ./cmd/prometheus ) || die "prometheus $v: go build failed"
+  finish "$tmp" "$dir"
+  say "prometheus $v: done ($((SECONDS - started)) s)"
+}
+
 build_controller() { # build_controller <name> <version> <module> <main package dir> <crd dir> <webhook dir>
   # An optional controller (Kueue, JobSet, LeaderWorkerSet), built inside its own module source
   # at the pinned tag with that module's go.mod and go.sum (-mod=readonly; none of them has
@@ -177,6 +198,7 @@ build_optional() { # build_optional <component>
     jobset) build_controller jobset "$JOBSET_VERSION" sigs.k8s.io/jobset . \
               config/components/crd config/components/webhook ;;
     lws) build_controller lws "$LWS_VERSION" sigs.k8s.io/lws cmd config/crd config/webhook ;;
+    prometheus) build_prometheus ;;
     *) die "unknown component '$1' (expected kueue, jobset or lws)" ;;
   esac
 }
@@ -184,7 +206,7 @@ build_optional() { # build_optional <component>
 main() {
   local c
   for c in "$@"; do  # check every name before a build that can take minutes
-    case "$c" in kueue|jobset|lws) ;; *) die "unknown component '$c' (expected kueue, jobset or lws)" ;; esac
+    case "$c" in kueue|jobset|lws|prometheus) ;; *) die "unknown component '$c' (expected kueue, jobset or lws)" ;; esac
   done
   mkdir -p "$cache"
   # One build at a time per cache: a second caller waits instead of deleting the first's work.

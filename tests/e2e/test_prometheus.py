@@ -6,7 +6,10 @@ Service's Endpoints, not a static target. The per-job series keep the TrainingTo
 metrics`` accepts the live endpoint.
 
 The operator runs as a local process, so the test gives the chart's Service no selector and writes
-its Endpoints itself (this machine's routable address: the API server refuses loopback ones).
+its Endpoints itself. The API server refuses loopback addresses there, so the Endpoints carry a
+documentation address (RFC 5737, never contacted) and one relabel rule appended after the
+generated ones points the discovered target at the operator on loopback; every label the generated
+rules derive is kept.
 Prometheus listens on loopback with a temporary storage directory and is stopped in teardown.
 The session operator is stopped meanwhile so that the scraped operator is the one acting.
 """
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import urllib.parse
 import urllib.request
@@ -40,6 +42,15 @@ def tool(name: str) -> str:
     found = shutil.which(name)
     assert found, f"{name} is missing: run hack/tools.sh (make test does)"
     return found
+
+
+def prometheus_server() -> Path:
+    """The server ``hack/cluster build`` compiled (Debian's has no kubernetes_sd)."""
+    from devcluster import binaries
+
+    server = binaries.locate().prometheus
+    assert server.exists(), f"{server} is missing: run hack/cluster build (make test does)"
+    return server
 
 
 def http_get(url: str) -> str:
@@ -71,16 +82,14 @@ def scraped_operator(
         operator.start()
 
 
-def routable_address() -> str:
-    """This machine's address on its default route (no packet is sent)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        try:
-            sock.connect(("192.0.2.255", 9))
-            address = str(sock.getsockname()[0])
-        except OSError:
-            address = socket.gethostbyname(socket.gethostname())
-    assert not address.startswith("127."), "no non-loopback IPv4 address for the Endpoints"
-    return address
+# RFC 5737 TEST-NET-2: valid in Endpoints, never contacted (the scrape is sent to loopback).
+PLACEHOLDER_ADDRESS = "198.51.100.10"
+TO_LOOPBACK = {
+    "source_labels": ["__address__"],
+    "regex": r"[^:]+:(\d+)",
+    "target_label": "__address__",
+    "replacement": "127.0.0.1:$1",
+}
 
 
 @pytest.fixture
@@ -105,7 +114,7 @@ def release(
         "metadata": {"name": service["metadata"]["name"], "labels": service["metadata"]["labels"]},
         "subsets": [
             {
-                "addresses": [{"ip": routable_address()}],
+                "addresses": [{"ip": PLACEHOLDER_ADDRESS}],
                 "ports": [{"name": port_name, "port": metrics_port, "protocol": "TCP"}],
             }
         ],
@@ -123,7 +132,8 @@ def release(
 def prometheus(release: list[dict[str, Any]], kubeconfig: Path, tmp_path: Path) -> Iterator[str]:
     """A Prometheus server with the scrape jobs generated from the chart's ServiceMonitor, plus
     the same job without honorLabels (to show what it would change); yields its base URL."""
-    (job,) = scrape_configs(one(release, "ServiceMonitor"), kubeconfig)
+    (generated,) = scrape_configs(one(release, "ServiceMonitor"), kubeconfig)
+    job = {**generated, "relabel_configs": [*generated["relabel_configs"], TO_LOOPBACK]}
     # The copy's series would equal the real job's (the relabelings set job, namespace,
     # instance alike): one more target label keeps them apart.
     mark = {"target_label": "scrape", "replacement": "no-honor"}
@@ -141,7 +151,7 @@ def prometheus(release: list[dict[str, Any]], kubeconfig: Path, tmp_path: Path) 
     port = free_port()
     log = (tmp_path / "prometheus.log").open("wb")
     proc = subprocess.Popen(
-        [tool("prometheus"), f"--config.file={config}",
+        [str(prometheus_server()), f"--config.file={config}",
          f"--storage.tsdb.path={tmp_path / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
         stdout=log, stderr=subprocess.STDOUT,

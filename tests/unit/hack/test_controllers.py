@@ -226,6 +226,7 @@ def test_readme_versions_table_matches_the_pins() -> None:
         "etcd": pins["ETCD_VERSION"],
         "kwok": pins["KWOK_VERSION"],
         "helm": pins["HELM_VERSION"],
+        "Prometheus server (e2e scrape)": pins["PROMETHEUS_VERSION"],
     }
     for component, version in rows.items():
         assert f"| {component} | {version} |" in readme
