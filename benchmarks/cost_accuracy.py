@@ -102,7 +102,7 @@ def _line(name: str, value: float, comment: str | None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    cases = load_cases(_read)
+    cases = load_cases(_read, PRESETS)
     judged = accuracy.judge([c for c in cases if not c.reference], PRESETS)
     bands = accuracy.band_table(judged, PRESETS)
     fitted = sum(c.calibration for c in cases)

@@ -1,80 +1,94 @@
 """The measured rows the accuracy report and the presets' fit run on (pure: the caller reads).
 
-Two fixtures feed it: ``cost/measurements.yaml`` (single published figures, one mapping per row,
-each with its source) and ``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs
-(each entry names its log file, source, preset and layout; every out-of-place row of the log
-becomes a case). ``read`` maps a path relative to the fixtures directory to its text and raises
-FileNotFoundError for a fixture that does not exist (yet).
+Two fixtures feed it: ``cost/measurements.yaml`` (single published figures and short sweeps,
+each with its source, plus ``calibration_logs``: which nccl-tests logs the presets are fitted
+on) and ``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs (each entry names
+its file, source, preset, layout, forced algorithm and a quality note; every out-of-place row of
+the log becomes a case). Logs with a ``reference`` reason, or whose quality note says "use with
+care" or "degraded", are reference rows: printed apart, never judged or fitted. ``read`` maps
+a path relative to the fixtures directory to its text and raises FileNotFoundError for a
+fixture that does not exist.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import yaml
 
 from fabricfit.calibrate.accuracy import Case, parse_cases
-from fabricfit.calibrate.fit import Measurement, measurements_from_log
+from fabricfit.calibrate.fit import measurements_from_log
+from fabricfit.calibrate.logs import parse_log
 from fabricfit.cost.collectives import Collective
 from fabricfit.fabric.profiles import PRESETS
 
 MEASUREMENTS = "cost/measurements.yaml"
 MANIFEST = "nccl-tests/SOURCES.yaml"
+_SUSPECT = ("use with care", "degraded")
 
 
-def load_cases(read: Callable[[str], str]) -> list[Case]:
-    cases = parse_cases(yaml.safe_load(read(MEASUREMENTS)))
+def load_cases(read: Callable[[str], str], fabrics: Collection[str] | None = None) -> list[Case]:
+    """Every case; with ``fabrics``, only those on these presets (others have no profile)."""
+    doc = yaml.safe_load(read(MEASUREMENTS))
+    cases = parse_cases(doc)
+    calibration = set(doc.get("calibration_logs", []))
     try:
         manifest = yaml.safe_load(read(MANIFEST))
     except FileNotFoundError:
-        return cases
+        manifest = None
     for entry in _entries(manifest):
-        cases.extend(_log_cases(entry, read))
-    return cases
+        if fabrics is None or (entry.get("preset") or entry.get("fabric")) in fabrics:
+            cases.extend(_log_cases(entry, read, calibration))
+    return [c for c in cases if fabrics is None or c.fabric in fabrics]
 
 
 def _entries(manifest: Any) -> list[Mapping[str, Any]]:
     if isinstance(manifest, Mapping):
-        for key in ("logs", "files", "entries", "sources"):
-            if isinstance(manifest.get(key), list):
-                return [e for e in manifest[key] if isinstance(e, Mapping)]
-        return []
-    return [e for e in manifest or [] if isinstance(e, Mapping)]
+        found = manifest.get("files", [])
+        return [e for e in found if isinstance(e, Mapping)] if isinstance(found, list) else []
+    return []
 
 
-def _log_cases(entry: Mapping[str, Any], read: Callable[[str], str]) -> list[Case]:
-    # the parser module lands beside this one (calibrate.logs); imported late, by name
-    parse_log = importlib.import_module("fabricfit.calibrate.logs").parse_log
-    path = str(entry.get("file") or entry.get("path"))
-    fabric = entry.get("fabric") or entry.get("preset")
-    if not fabric or fabric not in PRESETS:  # a preset not in the catalog yet (cloud presets)
+def _log_cases(
+    entry: Mapping[str, Any], read: Callable[[str], str], calibration: set[str]
+) -> list[Case]:
+    path = str(entry.get("file", ""))
+    fabric = entry.get("preset") or entry.get("fabric")
+    if not path or not fabric or fabric not in PRESETS:  # a preset this build does not ship
         return []
-    named = entry.get("collective")  # for logs that do not print their test's name
-    log = parse_log(read("nccl-tests/" + path), path, Collective(named) if named else None)
-    source = str(entry.get("source", path))
+    named = entry.get("collective")
+    collective = Collective(named) if named in {c.value for c in Collective} else None
+    log = parse_log(read("nccl-tests/" + path), path, collective)
     rows = measurements_from_log(
-        log, nodes=entry.get("nodes"), gpus_per_node=entry.get("gpus_per_node"), source=source
+        log,
+        nodes=entry.get("nodes"),
+        gpus_per_node=entry.get("gpus_per_node"),
+        source=_short_source(str(entry.get("source", path))),
     )
-    stem = path.rsplit("/", 1)[-1].removesuffix(".log").removesuffix(".txt")
+    quality = str(entry.get("quality", ""))
+    suspect = any(word in quality.lower() for word in _SUSPECT)
+    reference = str(entry.get("reference", "")) or (quality if suspect else "")
+    stem = path.removesuffix(".log")
     return [
         Case(
             id=f"{stem}@{m.size_bytes}",
             fabric=str(fabric),
-            measurement=_override(m, entry),
-            calibration=bool(entry.get("calibration", False)),
-            note=str(entry.get("note", "")),
-            reference=str(entry.get("reference", "")),
+            measurement=dataclasses.replace(m, algorithm=str(entry.get("algorithm", "auto"))),
+            calibration=path in calibration and not reference,
+            note=quality,
+            reference=reference,
         )
         for m in rows
+        if m.nodes * m.gpus_per_node > 1
     ]
 
 
-def _override(m: Measurement, entry: Mapping[str, Any]) -> Measurement:
-    return dataclasses.replace(
-        m,
-        algorithm=str(entry.get("algorithm", m.algorithm)),
-        nodes_per_domain=entry.get("nodes_per_domain", m.nodes_per_domain),
-    )
+def _short_source(source: str) -> str:
+    """``owner/repo:file`` for a GitHub blob URL (the manifest keeps the full address)."""
+    url = source.split(" (", maxsplit=1)[0]
+    parts = url.removeprefix("https://github.com/").split("/")
+    if url.startswith("https://github.com/") and len(parts) > 4 and parts[2] == "blob":
+        return f"{parts[0]}/{parts[1]}:{parts[-1]}"
+    return url

@@ -99,18 +99,25 @@ class FitResult:
 
 
 class _Row(Protocol):
-    size_bytes: int
-    out_time_us: float
-    out_busbw_gb_per_s: float
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def out_time_us(self) -> float: ...
+    @property
+    def out_busbw_gb_per_s(self) -> float: ...
 
 
 class _Log(Protocol):
-    path: str
-    collective: Collective | None
-    ranks: int | None
-    nodes: int | None
-    gpus_per_node: int | None
-
+    @property
+    def path(self) -> str: ...
+    @property
+    def collective(self) -> Collective | None: ...
+    @property
+    def ranks(self) -> int | None: ...
+    @property
+    def nodes(self) -> int | None: ...
+    @property
+    def gpus_per_node(self) -> int | None: ...
     @property
     def rows(self) -> Sequence[_Row]: ...
 
