@@ -85,8 +85,7 @@ def read_measurements(
 
 
 def measurements_from(log: NcclTestsLog, nodes: int | None, gpus: int | None) -> list[Measurement]:
-    # fit's log protocol declares settable attributes; the parsed log is frozen (same fields)
-    return list(measurements_from_log(log, nodes=nodes, gpus_per_node=gpus))  # type: ignore[arg-type]
+    return list(measurements_from_log(log, nodes=nodes, gpus_per_node=gpus))
 
 
 def median_error(profile: FabricProfile, rows: Sequence[Measurement]) -> float:
