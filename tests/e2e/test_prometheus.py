@@ -212,8 +212,12 @@ def test_prometheus_scrapes_the_placement_efficiency(
     assert 0 < float(series["value"][1]) <= 1
     # The ServiceMonitor's own job is the only one that keeps the label; without honorLabels the
     # series would name the operator's namespace and hide the job's as exported_namespace.
-    renamed = query(
-        prometheus, f'fabricfit_placement_efficiency_ratio{{exported_namespace="{namespace}"}}'
+    renamed = wait_for(  # the comparison job scrapes on its own schedule
+        lambda: query(
+            prometheus, f'fabricfit_placement_efficiency_ratio{{exported_namespace="{namespace}"}}'
+        ),
+        timeout_seconds=30,
+        what="the comparison job's series, namespace renamed to exported_namespace",
     )
     assert [s["metric"]["namespace"] for s in renamed] == [service["namespace"]]
     assert monitor_job.startswith(f"serviceMonitor/{service['namespace']}/")
