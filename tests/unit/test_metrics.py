@@ -16,14 +16,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from devcluster import fakenodes
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.profiles import get_profile
 from fabricfit.kube.rest import Credentials, Rest
 from fabricfit.metrics import EXPORTED_NAMES, OperatorMetrics
-from fabricfit.placement.quality import PlanQuality, measure_fragmentation
+from fabricfit.placement import plan_placement, request_from_spec
+from fabricfit.placement.quality import PlanQuality, decision_quality, measure_fragmentation
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.inventory import slim_node, take_snapshot
 from fabricfit.reconcile.observe import Observer, seconds_since, timed
 from fabricfit.reconcile.service import Outcome
+from fabricfit.render.status import build_plan_status, reservation_of
 
 JOB = ("team-a", "llama")
 STATUS: dict[str, Any] = {
@@ -256,18 +259,29 @@ def _outcome(**fields: Any) -> Outcome:
     return Outcome(spec=TrainingTopologySpec.model_validate(_body()["spec"]), **fields)
 
 
-def _placed_status(nodes: list[str]) -> dict[str, Any]:
+def _placed_status(nodes: list[str], **facts: Any) -> dict[str, Any]:
+    """A recorded plan of _body()'s job (tp 8 x dp 2) with the fabric facts ``facts``."""
+    groups = {"tensor": 2, "context": 16, "expert": 16, "data": 8, "pipeline": 16}
     return {
         **STATUS,
+        "predicted": {**STATUS["predicted"], "groups": groups, **facts},
         "pods": [{"index": i, "node": n} for i, n in enumerate(nodes)],
         "conditions": [{"type": "Planned", "status": "True", "reason": "Planned"}],
     }
 
 
-def test_observer_counts_a_plan_once_and_prices_it() -> None:
+def _facts(crossing: int, spine: float) -> dict[str, Any]:
+    return {
+        "spineBytesPerStep": spine,
+        "tensorGroupsCrossingNvlink": 0,
+        "dataGroupsCrossingRailGroup": crossing,
+    }
+
+
+def test_observer_counts_a_plan_once_and_reads_its_quality_off_the_record() -> None:
     metrics = OperatorMetrics(CollectorRegistry())
     observer = Observer(metrics, _state())
-    same_rg = _placed_status(["m-s0-g0-n0000", "m-s0-g0-n0001"])
+    same_rg = _placed_status(["m-s0-g0-n0000", "m-s0-g0-n0001"], **_facts(0, 0.0))
     outcome = _outcome(
         transitions=(
             Transition(Reason.PLANNED, "ok"),
@@ -276,8 +290,8 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
         status=same_rg,
         pinned=2,
     )
-    observer.after_reconcile(_body(), outcome, _views)
-    observer.after_reconcile(_body(same_rg), _outcome(status=same_rg), _views)  # resync
+    observer.after_reconcile(_body(), outcome)
+    observer.after_reconcile(_body(same_rg), _outcome(status=same_rg))  # resync
     assert value(metrics, "fabricfit_plans_total", result="made", reason="Planned") == 1
     assert value(metrics, "fabricfit_pods_pinned_total") == 2
     assert value(metrics, "fabricfit_time_to_placed_seconds_count") == 1
@@ -285,22 +299,60 @@ def test_observer_counts_a_plan_once_and_prices_it() -> None:
     assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == 0
     assert value(metrics, "fabricfit_parallel_groups", **job, dimension="data") == 8
 
-    moved = _placed_status(["m-s0-g0-n0000", "m-s0-g1-n0016"])
-    observer.after_reconcile(_body(same_rg), _outcome(status=moved), _views)
+    # Re-placed, or found after a restart: the record says what the plan is; nothing is priced
+    # (these nodes are in no cluster the observer could price them on).
+    moved = _placed_status(["gone-0", "gone-1"], **_facts(8, 3.5e9))
+    observer.after_reconcile(_body(same_rg), _outcome(status=moved))
     assert value(metrics, "fabricfit_plans_total", result="made", reason="Planned") == 2
     assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == 8
-    assert (value(metrics, "fabricfit_step_spine_crossing_bytes", **job) or 0) > 0
+    assert value(metrics, "fabricfit_step_spine_crossing_bytes", **job) == 3.5e9
+    restarted = Observer(OperatorMetrics(CollectorRegistry()), _state())
+    restarted.after_reconcile(_body(moved), _outcome(status=moved))
+    assert value(restarted.metrics, "fabricfit_step_spine_crossing_bytes", **job) == 3.5e9
+
+    older = _placed_status(["m-s0-g0-n0000", "m-s0-g0-n0001"])  # no fabric facts recorded
+    observer.after_reconcile(_body(moved), _outcome(status=older))
+    assert names_of(metrics, "fabricfit_step_spine_crossing_bytes") == []
+    assert value(metrics, "fabricfit_parallel_groups", **job, dimension="data") == 8
 
     observer.after_release(_body(moved))
-    assert names_of(metrics, "fabricfit_step_spine_crossing_bytes") == []
+    assert names_of(metrics, "fabricfit_parallel_groups") == []
+
+
+def test_a_plan_the_operator_records_reads_back_as_the_planner_priced_it() -> None:
+    """From decision to status to metrics: the gauges are the decision's own quality."""
+    metrics = OperatorMetrics(CollectorRegistry())
+    views = _views()
+    snapshot = take_snapshot(views.nodes, [], scheme="auto", default_fabric="dgx-h100")
+    spec = _outcome().spec
+    assert spec is not None
+    decision = plan_placement(snapshot, request_from_spec(spec), get_profile("dgx-h100"))
+    quality = decision_quality(snapshot, decision)
+    assert quality is not None
+    status = {
+        **build_plan_status(
+            decision, spec=spec, reservation=reservation_of(decision, 8), generation=1,
+            snapshot=snapshot,
+        ),
+        "conditions": [{"type": "Planned", "status": "True", "reason": "Planned"}],
+    }  # fmt: skip
+    Observer(metrics, _state()).after_reconcile(_body(), _outcome(status=status))
+    job = {"namespace": JOB[0], "name": JOB[1]}
+    assert value(metrics, "fabricfit_step_spine_crossing_bytes", **job) == (
+        quality.spine_bytes_per_step
+    )
+    assert value(metrics, "fabricfit_data_groups_crossing_rail_group", **job) == (
+        quality.data_groups_crossing_rail_group
+    )
+    assert value(metrics, "fabricfit_parallel_groups", **job, dimension="tensor") == 2
 
 
 def test_observer_counts_failures_by_reason_on_transition_only() -> None:
     metrics = OperatorMetrics(CollectorRegistry())
     observer = Observer(metrics, _state())
     failed = _outcome(transitions=(Transition(Reason.INSUFFICIENT_GPUS, "no"),))
-    observer.after_reconcile(_body(), failed, _views)
-    observer.after_reconcile(_body(), _outcome(), _views)
+    observer.after_reconcile(_body(), failed)
+    observer.after_reconcile(_body(), _outcome())
     assert value(metrics, "fabricfit_plans_total", result="failed", reason="InsufficientGPUs") == 1
     assert metrics.jobs() == set()
 

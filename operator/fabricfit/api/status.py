@@ -35,6 +35,7 @@ MAX_REASONS = 32
 MAX_DEGRADED_RANKS = 4096
 MAX_WORLD_SIZE = MAX_PODS * MAX_GPUS_PER_POD
 MAX_SECONDS = 1e9
+MAX_BYTES = float(2**53)  # 9 PB per step; the API server holds bounds as float64
 # The API server reads bounds as float64: 2^63-1 is not representable, and it rejects status
 # writes against such a schema ("Maximum boundary value must be of type integer").
 MAX_GENERATION = 2**53 - 1
@@ -128,14 +129,42 @@ class DimensionSeconds(StatusModel):
     )
 
 
+class DimensionGroups(StatusModel):
+    """Communicator groups of the plan's rank layout, per parallelism dimension."""
+
+    tensor: int = Field(default=0, ge=0, le=MAX_WORLD_SIZE, description="Tensor groups.")
+    context: int = Field(default=0, ge=0, le=MAX_WORLD_SIZE, description="Context groups.")
+    expert: int = Field(default=0, ge=0, le=MAX_WORLD_SIZE, description="Expert groups.")
+    data: int = Field(default=0, ge=0, le=MAX_WORLD_SIZE, description="Data groups.")
+    pipeline: int = Field(default=0, ge=0, le=MAX_WORLD_SIZE, description="Pipeline groups.")
+
+
 class Prediction(StatusModel):
-    """The cost model's prediction for the chosen placement."""
+    """The cost model's prediction for the chosen placement, and the plan's fabric facts."""
 
     step_comm_seconds: float = Field(
         ge=0, le=MAX_SECONDS, description="Communication seconds per training step."
     )
     by_dimension: DimensionSeconds = Field(
         default_factory=DimensionSeconds, description="Seconds per parallelism dimension."
+    )
+    groups: DimensionGroups | None = Field(
+        default=None, description="Communicator groups per parallelism dimension."
+    )
+    spine_bytes_per_step: float | None = Field(
+        default=None, ge=0, le=MAX_BYTES, description="Bytes one step sends across the spine."
+    )
+    tensor_groups_crossing_nvlink: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_WORLD_SIZE,
+        description="Tensor groups whose ranks sit in more than one NVLink domain.",
+    )
+    data_groups_crossing_rail_group: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_WORLD_SIZE,
+        description="Data groups spread over nodes that do not share one rail group.",
     )
 
 

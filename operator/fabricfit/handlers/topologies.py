@@ -50,7 +50,7 @@ def register_topologies(
         with timed(metrics, "reconcile"):
             outcome = await service.reconcile(body, memo["state"], views)
         post(body, outcome.transitions)
-        observe(memo, lambda o: o.after_reconcile(body, outcome, views))
+        observe(memo, lambda o: o.after_reconcile(body, outcome))
 
     for decorator in (kopf.on.create, kopf.on.resume, kopf.on.update):
         decorator(*TT, registry=registry, id="reconcile")(reconcile)
@@ -84,11 +84,11 @@ def register_pod_events(registry: kopf.OperatorRegistry, metrics: OperatorMetric
             if due is not None:
                 with timed(metrics, "placed"):
                     result = await podevents.reconcile_by_name(memo["state"], views, *due)
-                report(memo, result, views)
+                report(memo, result)
             return
         with timed(metrics, "pin"):
             result = await podevents.on_pod_event(body, kwargs.get("type"), memo["state"], views)
-        report(memo, result, views)
+        report(memo, result)
 
 
 def placed_due(
@@ -104,7 +104,7 @@ def placed_due(
     return due
 
 
-def report(memo: kopf.Memo, result: podevents.PodEventResult, views: Callable[[], Views]) -> None:
+def report(memo: kopf.Memo, result: podevents.PodEventResult) -> None:
     """Count fast-path pins, or post the Events and metrics of the reconcile a pod caused."""
     if result.outcome is None or result.topology is None:
         if result.pinned:
@@ -112,4 +112,4 @@ def report(memo: kopf.Memo, result: podevents.PodEventResult, views: Callable[[]
         return
     topology, outcome = kopf.Body(result.topology), result.outcome  # type: ignore[arg-type]
     post(topology, outcome.transitions)
-    observe(memo, lambda o: o.after_reconcile(topology, outcome, views))
+    observe(memo, lambda o: o.after_reconcile(topology, outcome))

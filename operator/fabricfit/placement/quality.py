@@ -120,7 +120,7 @@ def assess_plan(
         return None
     model = StepModel(snapshot, layout, request, profile)
     ranks = model.rank_slots(slots)
-    return _quality(layout.groups, ranks, model.predict(ranks).spine_bytes_per_step)
+    return quality_of(layout.groups, ranks, model.predict(ranks).spine_bytes_per_step)
 
 
 def decision_quality(snapshot: ClusterSnapshot, decision: PlacementDecision) -> PlanQuality | None:
@@ -132,14 +132,15 @@ def decision_quality(snapshot: ClusterSnapshot, decision: PlacementDecision) -> 
     if any(not snapshot.has_node(a.node) for a in ordered):
         return None
     ranks = tuple(snapshot.slot(a.node, a.gpu) for a in ordered)
-    return _quality(decision.groups, ranks, decision.predicted.spine_bytes_per_step)
+    return quality_of(decision.groups, ranks, decision.predicted.spine_bytes_per_step)
 
 
-def _quality(
+def quality_of(
     groups: Mapping[str, Sequence[Sequence[int]]],
     ranks: Sequence[GpuSlot],
     spine_bytes_per_step: float,
 ) -> PlanQuality:
+    """Quality of located ranks (rank -> GPU slot) with the communicator ``groups``."""
     tensor = groups.get("tensor", ())
     data = groups.get("data", ())
     return PlanQuality(

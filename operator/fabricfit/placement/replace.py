@@ -22,7 +22,8 @@ from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.constraints import free_after_reservations, node_rejection
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import StepTimes
-from fabricfit.placement.layout import build_layout
+from fabricfit.placement.layout import Groups, build_layout
+from fabricfit.placement.quality import PlanQuality, quality_of
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot
 
@@ -34,6 +35,8 @@ class Replacement:
     pods: tuple[str, ...]
     moved: Mapping[int, str]
     predicted: StepTimes
+    groups: Mapping[str, Groups]
+    quality: PlanQuality
 
 
 def _slot(node: NodeInfo, offset: int, gpus_per_pod: int) -> PodSlot:
@@ -111,5 +114,12 @@ def replace_pods(
         assert best is not None  # the start node itself is a candidate again
         pods[index] = best[1]
         held[best[1]] += request.gpus_per_pod
-    final = model.predict(model.rank_slots(_slots(snapshot, pods, request.gpus_per_pod)))
-    return Replacement(pods=tuple(pods), moved={i: pods[i] for i in order}, predicted=final)
+    ranks = model.rank_slots(_slots(snapshot, pods, request.gpus_per_pod))
+    final = model.predict(ranks)
+    return Replacement(
+        pods=tuple(pods),
+        moved={i: pods[i] for i in order},
+        predicted=final,
+        groups=layout.groups,
+        quality=quality_of(layout.groups, ranks, final.spine_bytes_per_step),
+    )

@@ -3,44 +3,36 @@
 Theory of operation
 -------------------
 The handlers call :class:`Observer` after each reconcile or release; it never changes the
-cluster. Per-job gauges follow the status the reconcile left on the object; plan quality
-(crossings, spine bytes) comes from the reconcile's :class:`~fabricfit.reconcile.service.Outcome`:
-a plan made by this reconcile is read off its decision (its rank assignments and prediction),
-and only a plan this process did not make (found after a restart, or re-placed) is priced, once
-per change of the planned pods, so the resync path stays cheap. Plans are counted as they are
-written (a new or changed ``status.pods``), failures as ``Planned`` turns False (or changes its
-reason), so a job waiting for GPUs counts once, not once per resync. The cluster census
-(fragmentation, and pruning gauges of TrainingTopologies that disappeared while nobody
-watched) runs on its own period from the same kopf indexes.
+cluster. Per-job gauges follow the status the reconcile left on the object, plan quality
+included: the groups, crossings and spine bytes are part of the recorded plan
+(``status.predicted``, written where the plan or re-placement is made and read through
+:class:`~fabricfit.render.record.PlanRecord`), so a plan found after a restart or re-placed
+reads the same as one this process just made, and nothing is priced here. A record without them
+(made by an older operator) shows no crossing or spine gauges until it is planned again. Plans
+are counted as they are written (a new or changed ``status.pods``), failures as ``Planned``
+turns False (or changes its reason), so a job waiting for GPUs counts once, not once per resync.
+The cluster census (fragmentation, and pruning gauges of TrainingTopologies that disappeared
+while nobody watched) runs on its own period from the same kopf indexes.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from fabricfit.api.conditions import ConditionType, Reason
-from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.metrics import OperatorMetrics
-from fabricfit.placement import build_layout, request_from_spec
-from fabricfit.placement.layout import Groups
-from fabricfit.placement.quality import (
-    PlanQuality,
-    assess_plan,
-    decision_quality,
-    measure_fragmentation,
-)
+from fabricfit.placement.quality import measure_fragmentation
 from fabricfit.reconcile import planning
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.detected import detection_of
 from fabricfit.reconcile.inventory import TopologyKey, holds_of_others
 from fabricfit.reconcile.service import Outcome, key_of
-from fabricfit.render.record import PlanRecord, read_plan
+from fabricfit.render.record import read_plan
 
 logger = logging.getLogger(__name__)
 NOBODY: TopologyKey = ("", "")
@@ -79,11 +71,8 @@ class Observer:
     def __init__(self, metrics: OperatorMetrics, state: OperatorState) -> None:
         self.metrics = metrics
         self.state = state
-        self._assessed: dict[TopologyKey, tuple[Any, ...]] = {}
 
-    def after_reconcile(
-        self, body: Mapping[str, Any], outcome: Outcome, views_of: Callable[[], Views]
-    ) -> None:
+    def after_reconcile(self, body: Mapping[str, Any], outcome: Outcome) -> None:
         key = key_of(body)
         meta = body.get("metadata") or {}
         before = read_plan(body.get("status")).pods
@@ -100,59 +89,11 @@ class Observer:
                 if waited is not None:
                     self.metrics.observe_placed(str(meta.get("uid") or key), waited)
         self.metrics.set_job(key, outcome.status)
-        if key not in self.metrics.jobs():
-            self._assessed.pop(key, None)
-            return
-        self._assess(key, body, outcome, views_of)
+        plan = outcome.plan
+        self.metrics.set_quality(key, plan.quality, plan.groups)
 
     def after_release(self, body: Mapping[str, Any]) -> None:
-        key = key_of(body)
-        self._assessed.pop(key, None)
-        self.metrics.forget_job(key)
-
-    def _assess(
-        self,
-        key: TopologyKey,
-        body: Mapping[str, Any],
-        outcome: Outcome,
-        views_of: Callable[[], Views],
-    ) -> None:
-        record, spec = outcome.plan, outcome.spec
-        generation = (body.get("metadata") or {}).get("generation")
-        seen = (record.pods, generation, record.fabric, record.label_scheme)
-        if self._assessed.get(key) == seen or spec is None:
-            return
-        snapshot = planning.recent_snapshot(
-            self.state, views_of, planning.scheme_of(spec, self.state)
-        )
-        decision = outcome.decision
-        if decision is not None and decision.pods == record.pods:
-            groups, quality = decision.groups, decision_quality(snapshot, decision)
-        else:
-            groups, quality = self._price(key, spec, record, snapshot)
-        self.metrics.set_quality(key, quality, {k: len(v) for k, v in groups.items()})
-        self._assessed[key] = seen
-
-    def _price(
-        self,
-        key: TopologyKey,
-        spec: TrainingTopologySpec,
-        record: PlanRecord,
-        snapshot: ClusterSnapshot,
-    ) -> tuple[Mapping[str, Groups], PlanQuality | None]:
-        """Price a plan this process did not make (found after a restart, or re-placed)."""
-        layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
-        try:
-            profile = (
-                self.state.config.catalog.get(record.fabric)
-                if record.fabric
-                else planning.resolve_profile(spec, snapshot, self.state)[0]
-            )
-            quality = assess_plan(snapshot, layout, request_from_spec(spec), profile, record.pods)
-        except ValueError as err:  # ProfileError, CostError: nothing to price
-            logger.debug("no plan quality for %s/%s: %s", *key, err)
-            quality = None
-        return layout.groups, quality
+        self.metrics.forget_job(key_of(body))
 
     def census(self, views: Views) -> None:
         """Fragmentation of the free GPUs; drop gauges of TrainingTopologies that are gone."""
@@ -162,7 +103,6 @@ class Observer:
         scheme = self.state.config.label_scheme
         self.metrics.set_nodes_without_topology(len(detection_of(snapshot, scheme).unlabelled))
         for key in self.metrics.jobs() - set(views.topologies):
-            self._assessed.pop(key, None)
             self.metrics.forget_job(key)
 
 

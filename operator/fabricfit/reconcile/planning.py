@@ -160,7 +160,7 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             spec=target.spec,
             reservation=reservation_of(decision, target.spec.gpus_per_pod),
             generation=draft.generation,
-            label_scheme=snapshot.scheme,
+            snapshot=snapshot,
             planned_at=datetime.now(UTC),
         )
         draft.set(**fields)
@@ -178,7 +178,7 @@ async def replace_and_reserve(
         replacement = replace_pods(snapshot, request, profile, current, lost, reservations=held)
         if replacement is None:
             return None
-        run.draft.set(**plan_fields(replacement.pods, target.spec.gpus_per_pod))
+        run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
         await write_status(run)
         return replacement
 

@@ -2,23 +2,29 @@
 
 Theory of operation
 -------------------
-The operator writes a plan into ``status`` (``pods``: node per pod index, ``reservation``:
-GPUs per node, the prediction, the fabric and scheme it was made with, the generation it was
-made for) and reads it back on every reconcile, watch event and metrics update. Every reader
-goes through :func:`read_plan`, so there is one rule for what a usable record is: ``pods`` must
-name every index ``0..n-1`` exactly once (otherwise the record holds no plan, and the operator
-plans again), reservation entries with a bad node or GPU count are skipped, and entries for the
-same node add up. :func:`plan_fields` is the inverse for the two fields a re-placement rewrites.
+The operator writes a plan into ``status`` (``pods``: node per pod index, ``reservation``: GPUs
+per node, the prediction with the plan's fabric facts, the fabric and scheme it was made with,
+the generation it was made for) and reads it back on every reconcile, watch event and metrics
+update. Every reader goes through :func:`read_plan`, so there is one rule for what a usable
+record is: ``pods`` must name every index ``0..n-1`` exactly once (otherwise the record holds no
+plan, and the operator plans again), reservation entries with a bad node or GPU count are
+skipped, and entries for the same node add up; the fabric facts
+(:class:`~fabricfit.placement.quality.PlanQuality`) are there only when all of them are.
+:func:`plan_fields` is the inverse for the fields a re-placement rewrites (the pods, the
+reservation and the prediction of the new plan).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.api.rules import MAX_PODS
+from fabricfit.placement.quality import PlanQuality
+from fabricfit.placement.replace import Replacement
+from fabricfit.render.status import format_seconds, prediction_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,8 @@ class PlanRecord:
     fabric: str | None = None
     label_scheme: str | None = None
     step_comm_seconds: float | None = None
+    groups: Mapping[str, int] = field(default_factory=dict)
+    quality: PlanQuality | None = None
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -47,7 +55,9 @@ def read_plan(status: Mapping[str, Any] | None) -> PlanRecord:
     status = status or {}
     generation = status.get("observedGeneration")
     predicted = status.get("predicted")
-    seconds = predicted.get("stepCommSeconds") if isinstance(predicted, Mapping) else None
+    predicted = predicted if isinstance(predicted, Mapping) else {}
+    seconds = predicted.get("stepCommSeconds")
+    groups = _counts(predicted.get("groups"))
     return PlanRecord(
         pods=_pods(status.get("pods")),
         reservation=_reservation(status.get("reservation")),
@@ -55,17 +65,23 @@ def read_plan(status: Mapping[str, Any] | None) -> PlanRecord:
         fabric=_text(status.get("fabric")),
         label_scheme=_text(status.get("labelScheme")),
         step_comm_seconds=float(seconds) if isinstance(seconds, int | float) else None,
+        groups=groups,
+        quality=_quality(predicted, groups),
     )
 
 
-def plan_fields(pods: Sequence[str], gpus_per_pod: int) -> dict[str, Any]:
-    """``status.pods`` and ``status.reservation`` for the plan ``pods`` (node per pod index)."""
+def plan_fields(replacement: Replacement, gpus_per_pod: int) -> dict[str, Any]:
+    """``status.pods``, ``status.reservation`` and ``status.predicted`` after a re-placement."""
+    pods = replacement.pods
     per_node = Counter(pods)
+    predicted = prediction_fields(replacement.predicted, replacement.groups, replacement.quality)
     return {
         "pods": [{"index": i, "node": n} for i, n in enumerate(pods[:MAX_PODS])],
         "reservation": [
             {"node": n, "gpus": c * gpus_per_pod} for n, c in sorted(per_node.items())[:MAX_PODS]
         ],
+        "predicted": predicted,
+        "stepComm": format_seconds(predicted["stepCommSeconds"]) if predicted else None,
     }
 
 
@@ -89,6 +105,27 @@ def _reservation(items: Any) -> dict[str, int]:
         ):
             result[item["node"]] = result.get(item["node"], 0) + item["gpus"]
     return result
+
+
+def _counts(value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and v >= 0}
+
+
+def _quality(predicted: Mapping[str, Any], groups: Mapping[str, int]) -> PlanQuality | None:
+    spine = predicted.get("spineBytesPerStep")
+    tensor = predicted.get("tensorGroupsCrossingNvlink")
+    data = predicted.get("dataGroupsCrossingRailGroup")
+    if not (isinstance(spine, int | float) and isinstance(tensor, int) and isinstance(data, int)):
+        return None
+    return PlanQuality(
+        tensor_groups=groups.get("tensor", 0),
+        tensor_groups_crossing_nvlink=tensor,
+        data_groups=groups.get("data", 0),
+        data_groups_crossing_rail_group=data,
+        spine_bytes_per_step=float(spine),
+    )
 
 
 def _text(value: Any) -> str | None:

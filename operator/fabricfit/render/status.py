@@ -13,6 +13,10 @@ are the reconcile's (``reconcile.draft``).
 ``stepComm``, ``lowerBound`` and ``efficiencyPercent`` repeat the numeric fields for people
 (``489ms``, ``85%``): ``kubectl get tt`` prints them, scripts keep reading the numbers.
 
+``predicted`` also records the plan's fabric facts (communicator groups per dimension, groups
+crossing an NVLink domain or a rail group, spine bytes per step), located on the snapshot the
+plan was made on: the operator's metrics read them off the record and never price a plan again.
+
 ``reservation`` (node → GPUs) is the double-booking guard and comes from
 :func:`reservation_of`; the operator writes it before pinning any pod.
 """
@@ -28,9 +32,17 @@ from typing import Any
 
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import MAX_PODS
-from fabricfit.api.status import DATE_TIME_PATTERN, MAX_REASONS, MAX_SECONDS, rfc3339
+from fabricfit.api.status import (
+    DATE_TIME_PATTERN,
+    MAX_BYTES,
+    MAX_REASONS,
+    MAX_SECONDS,
+    rfc3339,
+)
+from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision, StepTimes
-from fabricfit.placement.layout import GROUP_KINDS
+from fabricfit.placement.layout import GROUP_KINDS, Groups
+from fabricfit.placement.quality import PlanQuality, decision_quality
 
 MAX_REASON_CHARS = 1024
 # Go-style units under a minute, largest first: what `kubectl` users read as durations.
@@ -83,13 +95,17 @@ def build_plan_status(
     spec: TrainingTopologySpec,
     reservation: Mapping[str, int],
     generation: int,
-    label_scheme: str | None = None,
+    snapshot: ClusterSnapshot | None = None,
     planned_at: datetime | str | None = None,
 ) -> dict[str, Any]:
-    """The plan part of ``status`` for ``decision`` (camelCase; see the module doc)."""
+    """The plan part of ``status`` for ``decision`` (camelCase; see the module doc), made on
+    ``snapshot`` (its label scheme; the plan's fabric facts are located on it)."""
     ref = spec.workload_ref
     feasible = decision.feasible
-    predicted = _prediction(decision.predicted) if feasible else None
+    quality = decision_quality(snapshot, decision) if snapshot is not None else None
+    predicted = (
+        prediction_fields(decision.predicted, decision.groups, quality) if feasible else None
+    )
     lower = _seconds(decision.lower_bound.step_comm_seconds) if decision.lower_bound else None
     efficiency = round(decision.efficiency, 6) if predicted and lower is not None else None
     return {
@@ -113,19 +129,42 @@ def build_plan_status(
         "efficiencyPercent": format_percent(efficiency),
         "reasons": [r[:MAX_REASON_CHARS] for r in decision.reasons[:MAX_REASONS]],
         "fabric": decision.fabric or None,
-        "labelScheme": label_scheme,
+        "labelScheme": snapshot.scheme if snapshot is not None else None,
         "plannedAt": timestamp(planned_at) if planned_at is not None else None,
     }
 
 
-def _prediction(times: StepTimes | None) -> dict[str, Any] | None:
+def prediction_fields(
+    times: StepTimes | None, groups: Mapping[str, Groups], quality: PlanQuality | None
+) -> dict[str, Any] | None:
+    """``status.predicted`` of a plan: its step times, its groups and, where the plan could
+    be located on the fabric, its crossings and spine bytes (what the metrics report)."""
     if times is None:
         return None
     total = _seconds(times.step_comm_seconds)
     if total is None:
         return None
     by_dimension = {k: _seconds(times.by_dimension.get(k, 0.0)) or 0.0 for k in GROUP_KINDS}
-    return {"stepCommSeconds": total, "byDimension": by_dimension}
+    fields: dict[str, Any] = {
+        "stepCommSeconds": total,
+        "byDimension": by_dimension,
+        "groups": {k: len(groups.get(k, ())) for k in GROUP_KINDS},
+        "spineBytesPerStep": None,
+        "tensorGroupsCrossingNvlink": None,
+        "dataGroupsCrossingRailGroup": None,
+    }
+    spine = _bytes(quality.spine_bytes_per_step) if quality is not None else None
+    if quality is not None and spine is not None:
+        fields["spineBytesPerStep"] = spine
+        fields["tensorGroupsCrossingNvlink"] = quality.tensor_groups_crossing_nvlink
+        fields["dataGroupsCrossingRailGroup"] = quality.data_groups_crossing_rail_group
+    return fields
+
+
+def _bytes(value: float) -> float | None:
+    if not math.isfinite(value):
+        return None
+    return min(max(float(value), 0.0), MAX_BYTES)
 
 
 def _seconds(value: float) -> float | None:

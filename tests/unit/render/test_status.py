@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devcluster import fakenodes
 from fabricfit.api.models import Parallelism, TrainingTopologySpec
 from fabricfit.api.status import MAX_REASONS, TrainingTopologyStatus
+from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement import plan_placement, request_from_spec
 from fabricfit.placement.decision import LargestFit, PlacementDecision, StepTimes
 from fabricfit.placement.layout import build_layout
+from fabricfit.placement.quality import decision_quality
+from fabricfit.reconcile.inventory import slim_node, take_snapshot
 from fabricfit.render.status import (
     build_plan_status,
     format_percent,
@@ -59,7 +66,6 @@ def test_placed_status() -> None:
         spec=SPEC,
         reservation=reservation_of(PLACED, 8),
         generation=4,
-        label_scheme="native",
         planned_at="2026-12-02T10:00:00Z",
     )
     assert body == {
@@ -87,6 +93,10 @@ def test_placed_status() -> None:
                 "data": 0.004,
                 "pipeline": 0.001,
             },
+            "groups": {"tensor": 4, "context": 32, "expert": 32, "data": 16, "pipeline": 16},
+            "spineBytesPerStep": None,
+            "tensorGroupsCrossingNvlink": None,
+            "dataGroupsCrossingRailGroup": None,
         },
         "lowerBoundSeconds": 0.016,
         "efficiency": 0.8,
@@ -95,12 +105,60 @@ def test_placed_status() -> None:
         "efficiencyPercent": "80%",
         "reasons": ["1 of 8 data-parallel groups span more than one rail group"],
         "fabric": "dgx-h100",
-        "labelScheme": "native",
+        "labelScheme": None,
         "plannedAt": "2026-12-02T10:00:00Z",
     }
     model = TrainingTopologyStatus.model_validate(body)
     written = model.to_body()
-    assert {k: v for k, v in written.items() if k != "summary"} == body
+    predicted = {k: v for k, v in body["predicted"].items() if v is not None}
+    expected = {k: v for k, v in body.items() if v is not None}  # None: nothing written
+    assert {k: v for k, v in written.items() if k != "summary"} == {
+        **expected,
+        "predicted": predicted,
+    }
+
+
+def test_a_plan_made_on_a_snapshot_records_its_fabric_facts() -> None:
+    """The quality the metrics report is written with the plan, located on its snapshot."""
+    snapshot = _snapshot()
+    spec = TrainingTopologySpec.model_validate(
+        {
+            "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": "llama"},
+            "gpusPerPod": 8,
+            "parallelism": {"tensor": 8, "data": 4},
+        }
+    )
+    decision = plan_placement(snapshot, request_from_spec(spec), get_profile("dgx-h100"))
+    body = build_plan_status(
+        decision,
+        spec=spec,
+        reservation=reservation_of(decision, 8),
+        generation=1,
+        snapshot=snapshot,
+    )
+    quality = decision_quality(snapshot, decision)
+    assert quality is not None
+    assert body["labelScheme"] == snapshot.scheme
+    assert body["predicted"]["groups"] == {
+        "tensor": 4, "context": 32, "expert": 32, "data": 8, "pipeline": 32
+    }  # fmt: skip
+    assert body["predicted"]["spineBytesPerStep"] == quality.spine_bytes_per_step
+    assert body["predicted"]["dataGroupsCrossingRailGroup"] == (
+        quality.data_groups_crossing_rail_group
+    )
+    assert body["predicted"]["tensorGroupsCrossingNvlink"] == 0
+    TrainingTopologyStatus.model_validate(body)
+
+
+def _snapshot() -> ClusterSnapshot:
+    nodes = fakenodes.node_manifests(fakenodes.FakeFabric(prefix="m"))
+    ready = [{**n, "status": {**n["status"], "conditions": [READY]}} for n in nodes]
+    return take_snapshot(
+        [slim_node(n) for n in ready], [], scheme="auto", default_fabric="dgx-h100"
+    )
+
+
+READY: dict[str, Any] = {"type": "Ready", "status": "True"}
 
 
 def test_infeasible_status_clears_the_previous_plan() -> None:
