@@ -134,6 +134,7 @@ def _with_time(m: Measurement) -> Measurement:
         m.source,
         m.algorithm,
         m.nodes_per_domain,
+        m.gpus_per_thread,
     )
 
 

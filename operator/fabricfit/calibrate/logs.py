@@ -9,7 +9,8 @@ interleaves). Then, in that order, it may be:
 
 - a header line: ``NCCL version X`` / ``# nccl-tests version … nccl-library=N`` (the NCCL
   version), ``# Collective test starting: NAME`` (the test, hence the collective), or a rank line
-  ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host);
+  ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host), or
+  the run parameters ``# nThread T nGpus G …`` (GPUs each host thread drives, ``-g G``);
 - the table's column header ``# size count type [redop] [root] time algbw busbw #wrong …``,
   which fixes the columns of the rows that follow (:mod:`fabricfit.calibrate.table`);
 - a result row, recognised only after a column header: ``SIZE COUNT TYPE …``. A row that does
@@ -71,6 +72,7 @@ class NcclTestsLog:
     gpus_per_node: int | None  # ranks per host when every host has the same number
     nccl_version: str | None
     rows: tuple[LogRow, ...]
+    gpus_per_thread: int | None = None  # "nGpus G" of the run parameters (nccl-tests -g G)
 
 
 _A = re.ASCII
@@ -83,6 +85,7 @@ _NCCL_VERSION = re.compile(r"NCCL version ([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,4})",
 _TESTS_LIBRARY = re.compile(r"#\s*nccl-tests version \S{1,40} .*nccl-library=([0-9]{4,7})", _A)
 _TEST_START = re.compile(r"#\s*Collective test (?:starting|concluded):\s*([a-z_]{1,40})", _A)
 _RUN_PARAMETERS = re.compile(r"^\s*#\s*nThread\s+[0-9]{1,6}\s+nGpus\s", _A)
+_GPUS_PER_THREAD = re.compile(r"^\s*#\s*nThread\s+[0-9]{1,6}\s+nGpus\s+([0-9]{1,4})\b", _A)
 _TEST_MENTION = re.compile(r"\b([a-z_]{3,20})_perf(?:_mpi)?\b", _A)
 _RANK = re.compile(
     r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+[0-9]{1,7}\s+)?Pid\s+[0-9]{1,10}\s+on\s+(\S{1,253})"
@@ -102,6 +105,7 @@ class _Scan:
     mentions: set[str] = field(default_factory=set)
     nccl_version: str | None = None
     library_version: str | None = None
+    gpus_per_thread: int | None = None
     ranks: dict[int, tuple[str, int]] = field(default_factory=dict)
     rows: list[LogRow] = field(default_factory=list)
 
@@ -162,6 +166,7 @@ def _parse_lines(
         gpus_per_node=per_node,
         nccl_version=scan.nccl_version or scan.library_version,
         rows=tuple(scan.rows),
+        gpus_per_thread=scan.gpus_per_thread,
     )
 
 
@@ -193,6 +198,8 @@ def _scan_header(scan: _Scan, number: int, line: str) -> bool:
         scan.nccl_version = scan.nccl_version or found.group(1)
     elif found := _TESTS_LIBRARY.search(line):
         scan.library_version = scan.library_version or _decode_version(int(found.group(1)))
+    elif found := _GPUS_PER_THREAD.match(line):
+        scan.gpus_per_thread = scan.gpus_per_thread or max(1, int(found.group(1)))
     else:
         return False
     return True

@@ -125,3 +125,12 @@ def test_measurements_from_a_parsed_log() -> None:
         measurements_from_log(log, nodes=3, gpus_per_node=8)
     with pytest.raises(FitError, match="--nodes"):
         measurements_from_log(dataclasses.replace(log, ranks=None, nodes=None))
+
+
+def test_one_thread_driving_several_gpus_is_launch_bound() -> None:
+    """nccl-tests -g G: back-to-back calls take at least G launches; -g 1 runs are unaffected."""
+    profile = dataclasses.replace(get_profile("dgx-h100"), launch_us_per_gpu=4.0)
+    one = Measurement(Collective.ALL_GATHER, 1024, 1, 8, 0.0, 35.0)
+    many = dataclasses.replace(one, gpus_per_thread=8)
+    assert predict(profile, many).predicted_time_us == pytest.approx(32.0)
+    assert predict(profile, one).predicted_time_us < 32.0

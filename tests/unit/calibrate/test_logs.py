@@ -230,3 +230,10 @@ def test_splitting_parser_is_total(lines: list[str]) -> None:
         assert str(error).startswith("fuzz.log:")
     else:
         assert logs and all(log.rows for log in logs)
+
+
+def test_gpus_per_thread_comes_from_the_run_parameters() -> None:
+    """-g 8 (one thread drives 8 GPUs) is read off ``# nThread 1 nGpus 8``; -g 1 runs say 1."""
+    together = parse_log(text_of("h100-1x8-together-ring-all-gather.log"))
+    assert together.gpus_per_thread == 8
+    assert parse_log(text_of(ALL_REDUCE)).gpus_per_thread == 1
