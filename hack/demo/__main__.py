@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from demo import kube, report, workloads
-from demo.baseline import JobView, view_job
+from demo.baseline import JobView, PlacedJob, view_job
 from demo.options import HELP, OptionError, Options, from_env
 from devcluster import binaries, cluster, fakenodes
 from devcluster.processes import ClusterError
@@ -151,7 +151,9 @@ def build_views(
             raise kube.DemoError(f"{job.name}: pods are not where the operator planned them")
         later = [j.name for j in jobs[position + 1 :]]
         views.append(
-            view_job(job.name, kube.JOBS_NAMESPACE, spec, status, bound, nodes, pods, later)
+            view_job(
+                PlacedJob(job.name, kube.JOBS_NAMESPACE, spec, status, bound), nodes, pods, later
+            )
         )
     return views
 

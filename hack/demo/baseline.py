@@ -152,12 +152,19 @@ def naive_spread(snapshot: ClusterSnapshot, pod_count: int, gpus_per_pod: int) -
     return placed if len(placed) == pod_count else None
 
 
+@dataclass(frozen=True)
+class PlacedJob:
+    """One demo job as the cluster shows it: its TrainingTopology and the nodes its pods are on."""
+
+    name: str
+    namespace: str
+    spec: TrainingTopologySpec
+    status: Mapping[str, Any]
+    bound: Sequence[str]
+
+
 def view_job(
-    name: str,
-    namespace: str,
-    spec: TrainingTopologySpec,
-    status: Mapping[str, Any],
-    bound: Sequence[str],
+    job: PlacedJob,
     nodes: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
     later: Collection[str] = (),
@@ -165,6 +172,7 @@ def view_job(
     """fabricfit's placement (as bound, with the status's prediction) and the naive one, both
     on the cluster the operator saw when it placed the job: without its own pods and without
     those of the ``later`` jobs (submitted after it)."""
+    name, namespace, spec, status, bound = job.name, job.namespace, job.spec, job.status, job.bound
     snapshot = snapshot_without(nodes, pods, {name, *later}, namespace, spec)
     lower = status.get("lowerBoundSeconds")
     planned = decision_for(bound, snapshot, spec, lower)

@@ -192,6 +192,7 @@ def launch(
     state: State,
     name: str,
     argv: list[str],
+    *,
     probe: Callable[[], bool],
     timeout: float,
     say: Callable[[str], None],

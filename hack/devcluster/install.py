@@ -76,7 +76,7 @@ def _start_one(
     crds = controllers.localize(_load_all(home.crds), name, ports.webhook, ca)
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": controllers.NAMESPACES[name]}}  # fmt: skip
-    _apply(b, state, name, "crds", [namespace, *crds], log)
+    _apply(b, state, name, "crds", [namespace, *crds], log=log)
     _wait_established(b, state, name, controllers.crd_names(crds), log)
 
     argv = controllers.command_line(home.binary, config_file, state.kubeconfig)
@@ -87,7 +87,7 @@ def _start_one(
         _stop_recorded(state, name)
         raise
     webhooks = controllers.localize(_load_all(home.webhooks), name, ports.webhook, ca)
-    _apply(b, state, name, "webhooks", webhooks, log)
+    _apply(b, state, name, "webhooks", webhooks, log=log)
 
 
 def ensure_kueue_metrics_cert(directory: Path = controllers.KUEUE_METRICS_CERT_DIR) -> None:
@@ -135,6 +135,7 @@ def _apply(
     name: str,
     what: str,
     docs: list[dict[str, Any]],
+    *,
     log: Path,
 ) -> None:
     manifest = Path(state.directory) / f"{name}-{what}.json"

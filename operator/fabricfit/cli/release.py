@@ -120,11 +120,13 @@ async def _release_once(rest: Any, namespaces: Sequence[str | None], *, dry_run:
         tt_path = path_for(f"{GROUP}/{VERSION}", PLURAL, namespace)
         for tt in await rest.list(tt_path):
             patch = finalizer_patch(tt)
-            if patch and await _apply(rest, tt, f"{GROUP}/{VERSION}", PLURAL, patch, dry_run):
+            if patch and await _apply(
+                rest, tt, f"{GROUP}/{VERSION}", PLURAL, patch, dry_run=dry_run
+            ):
                 found.topologies.append(name_of(tt))
         for pod in await rest.list(path_for("v1", "pods", namespace)):
             patch = build_ungate_patch(pod)
-            if patch and await _apply(rest, pod, "v1", "pods", patch, dry_run):
+            if patch and await _apply(rest, pod, "v1", "pods", patch, dry_run=dry_run):
                 found.pods.append(name_of(pod))
     return found
 
@@ -135,6 +137,7 @@ async def _apply(
     api_version: str,
     plural: str,
     patch: list[dict[str, Any]],
+    *,
     dry_run: bool,
 ) -> bool:
     """Patch ``obj``; False when it changed or vanished underneath (the next pass looks again)."""

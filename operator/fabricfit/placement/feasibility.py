@@ -55,6 +55,7 @@ def largest_fit(request: PlacementRequest, units: int, unit_pods: int) -> Larges
 def capacity_reasons(
     request: PlacementRequest,
     snapshot: ClusterSnapshot,
+    *,
     units_needed: int,
     units_free: int,
     unit_pods: int,

@@ -109,10 +109,10 @@ def _no_room(
     reasons = capacity_reasons(
         request,
         snapshot,
-        problem.units_needed,
-        problem.units_free,
-        problem.unit_pods,
-        problem.rejected,
+        units_needed=problem.units_needed,
+        units_free=problem.units_free,
+        unit_pods=problem.unit_pods,
+        rejected=problem.rejected,
     )
     return PlacementDecision(
         feasible=False,
