@@ -67,6 +67,8 @@ FABRIC_PRESETS: Final = (
     "gcp-a3-mega",
     "gcp-a4",
     "azure-nd-h100-v5",
+    "h100-leaf-spine-2to1",
+    "h100-rail-only",
 )
 LABEL_SCHEMES: Final = ("auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave")
 DEFAULT_RANK_ORDER: Final = "tp-cp-ep-dp-pp"

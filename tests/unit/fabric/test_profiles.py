@@ -65,6 +65,26 @@ def test_gpu_presets_state_the_catalogue(
     assert 0.7 < p.nvlink_efficiency < 0.9 and 0.9 < p.nic_efficiency < 1.0
 
 
+@pytest.mark.parametrize(
+    ("name", "taper"), [("h100-leaf-spine-2to1", 2.0), ("h100-rail-only", 4.0)]
+)
+def test_tapered_h100_presets_differ_from_dgx_h100_only_above_the_leaf(
+    name: str, taper: float
+) -> None:
+    """Same HGX H100 node as dgx-h100; only what leaving a rail group / rail costs differs."""
+    base, p = get_profile("dgx-h100"), get_profile(name)
+    assert (p.leaf_oversubscription, p.spine_oversubscription) == (taper, taper)
+    same = {f.name for f in dataclasses.fields(p)} - {
+        "_hash",
+        "name",
+        "description",
+        "sources",
+        "leaf_oversubscription",
+        "spine_oversubscription",
+    }
+    assert {k: getattr(p, k) for k in same} == {k: getattr(base, k) for k in same}
+
+
 def test_tpu_presets_state_torus_and_wraparound() -> None:
     v4, v5p, v5e = (
         get_profile("tpu-v4").torus,
