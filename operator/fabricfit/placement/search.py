@@ -6,8 +6,12 @@ Theory of operation
 2. Filter nodes (availability, free GPUs after other plans' reservations, nodeSelector, node
    affinity, taints) and cut the survivors into pod slots grouped by leaf domain.
 3. If the slots cannot hold the job, stop: reasons plus the largest job that fits now.
-4. Generate hierarchical candidates (``candidates``), run plugin filters, price survivors with the
-   cost model, rank them by weighted plugin score, and hill-climb the best (``improve``).
+4. Generate hierarchical candidates (``candidates``) plus the placement Kueue TAS BestFit would
+   make (``peers.kueue_bestfit``), run plugin filters, price survivors with the cost model, rank
+   them by weighted plugin score, and hill-climb the best (``improve``). The result never
+   predicts more step communication than the Kueue candidate when that one passed the filters:
+   if the best by score does (the small-weight plugins can outvote a few percent of
+   communication), the best-scored candidate at or under the peer's time wins.
 5. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
    scores and a reason for each unmet preference.
 
@@ -26,6 +30,7 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.candidates import (
     Block,
+    PlanCandidate,
     generate_candidates,
     job_blocks,
     job_sub_blocks,
@@ -41,6 +46,7 @@ from fabricfit.placement.feasibility import (
 )
 from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
+from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
@@ -48,6 +54,8 @@ from fabricfit.placement.slots import LeafDomain, build_leaf_domains
 
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 SATURATED_SCORE = 99.95
+PEER_LABEL = "kueue-bestfit (the peer's placement)"
+PEER_TOLERANCE = 1e-9  # relative: float noise between equal placements is not "worse"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +167,12 @@ def _search(
     problem: _Problem, scorer: Scorer, fabric: str, move_budget: int | None
 ) -> PlacementDecision:
     """Score every candidate, hill-climb the best, build the decision."""
-    candidates = generate_candidates(
-        problem.blocks, problem.domains, job_sub_blocks(problem.layout)
+    candidates = list(
+        generate_candidates(problem.blocks, problem.domains, job_sub_blocks(problem.layout))
     )
+    peer_slots = kueue_bestfit(problem.domains, problem.layout.pods)
+    if peer_slots is not None:
+        candidates.append(PlanCandidate(label=PEER_LABEL, slots=peer_slots))
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
     if not scored:
@@ -178,7 +189,19 @@ def _search(
         budget = 0  # already at the lower bound: no move can shorten communication
     movable = [u[0] for b in problem.blocks for u in b if len(u) == 1]
     best, _ = improve(scorer, scored[0], problem.domains, movable, budget)
-    return _decision(best, scorer, problem.layout, fabric)
+    return _decision(_no_worse_than_peer(best, scored), scorer, problem.layout, fabric)
+
+
+def _no_worse_than_peer(best: Scored, scored: Sequence[Scored]) -> Scored:
+    """``best`` unless it predicts more communication than the Kueue candidate; then the
+    best-scored candidate that does not (the peer itself at worst)."""
+    peer = next((s for s in scored if s.label == PEER_LABEL), None)
+    if peer is None:
+        return best
+    limit = peer.predicted_seconds * (1.0 + PEER_TOLERANCE)
+    if best.predicted_seconds <= limit:
+        return best
+    return min((s for s in scored if s.predicted_seconds <= limit), key=Scored.sort_key)
 
 
 def profile_name(profile: FabricProfile) -> str:
