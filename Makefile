@@ -63,6 +63,7 @@ bench: venv
 	$(BIN)/python benchmarks/cost_speed.py
 	$(BIN)/python benchmarks/cost_accuracy.py
 	$(BIN)/python benchmarks/placement.py --quick
+	$(BIN)/python benchmarks/simulate.py --quick
 
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml

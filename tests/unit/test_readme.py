@@ -1,4 +1,4 @@
-"""Every `fabricfit plan|cost|inspect|calibrate` command shown in the README runs and succeeds."""
+"""Every `fabricfit plan|cost|inspect|calibrate|simulate` command in the README succeeds."""
 
 from __future__ import annotations
 
@@ -20,7 +20,13 @@ def readme_commands() -> list[str]:
         line
         for line in lines
         if line.startswith(
-            ("fabricfit plan", "fabricfit cost", "fabricfit inspect", "fabricfit calibrate")
+            (
+                "fabricfit plan",
+                "fabricfit cost",
+                "fabricfit inspect",
+                "fabricfit calibrate",
+                "fabricfit simulate",
+            )
         )
     ]
 
@@ -31,6 +37,7 @@ def test_readme_shows_offline_examples() -> None:
     assert any(c.startswith("fabricfit cost") for c in commands)
     assert any(c.startswith("fabricfit inspect") for c in commands)
     assert any(c.startswith("fabricfit calibrate") for c in commands)
+    assert any(c.startswith("fabricfit simulate") for c in commands)
 
 
 @pytest.mark.parametrize("command", readme_commands())

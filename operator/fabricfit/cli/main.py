@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "crd": "print the TrainingTopology CRD generated from the models",
     "inspect": "show the topology tiers fabricfit detects in a node dump",
     "release": "remove fabricfit's finalizers and scheduling gates (uninstall, operator down)",
+    "simulate": "replay a job trace on a node dump with fabricfit, Kueue BestFit and spread",
 }
 DEBUG_VARIABLE = "FABRICFIT_DEBUG"
 

@@ -1,0 +1,206 @@
+"""``fabricfit simulate``: replay a job trace on a cluster dump with fabricfit and the peers.
+
+Theory of operation
+-------------------
+Read the node dump (``kubectl get nodes -o yaml|json``; the pods dump is optional and its pods
+hold their GPUs throughout) and the trace (:mod:`fabricfit.placement.simulation.trace`), pick
+the fabric profile as ``plan`` does (``--fabric``, else the nodes' fabric, else ``dgx-h100``),
+and replay the trace once per placer (``--placer``, default all three) with the pure simulation
+(:mod:`fabricfit.placement.simulation`). Text output is a table of jobs per placer and a
+comparison table; ``--json`` prints one object with the same figures plus the utilisation and
+fragmentation series. Bad input is one line on stderr and exit 2; exit 0 otherwise (a job that
+never fits is reported, not an error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from fabricfit.api.constants import LABEL_SCHEMES
+from fabricfit.cli.common import EXIT_OK, UsageError, profile_name
+from fabricfit.cli.inputs import read_objects, shown
+from fabricfit.fabric.catalog import Catalog
+from fabricfit.fabric.choice import FabricChoiceError, choose_profile
+from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile
+from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.simulation import (
+    PLACERS,
+    Replay,
+    Summary,
+    TraceError,
+    TraceJob,
+    parse_trace,
+    replay,
+    summarize,
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nodes", required=True, metavar="NODES", help="kubectl get nodes -o yaml|json output"
+    )
+    parser.add_argument(
+        "--pods", metavar="PODS", help="kubectl get pods -A -o yaml|json output (held throughout)"
+    )
+    parser.add_argument(
+        "--trace", required=True, metavar="TRACE", help="job trace, YAML or JSON (see README)"
+    )
+    parser.add_argument(
+        "--placer",
+        choices=tuple(PLACERS),
+        help="replay with this placer only (default: every placer)",
+    )
+    parser.add_argument(
+        "--fabric", type=profile_name, help="fabric profile (default: the nodes' fabric)"
+    )
+    parser.add_argument(
+        "--label-scheme", default="auto", choices=LABEL_SCHEMES, help="node label scheme"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def execute(args: argparse.Namespace) -> int:
+    nodes = read_objects(args.nodes, "nodes", "Node")
+    pods = read_objects(args.pods, "pods", "Pod") if args.pods else []
+    jobs = read_trace(args.trace)
+    snapshot = build_snapshot(nodes, pods, scheme=args.label_scheme, default_fabric=DEFAULT_PROFILE)
+    if not any(n.gpus for n in snapshot.nodes):
+        raise UsageError(f"nodes file {shown(args.nodes)}: no node has GPUs")
+    profile, why = _profile(args.fabric, snapshot)
+    names = [args.placer] if args.placer else list(PLACERS)
+    try:
+        runs = [replay(snapshot, jobs, profile, placer=PLACERS[n], name=n) for n in names]
+    except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
+        raise UsageError(f"cannot simulate on fabric {profile.name}: {err}") from None
+    if args.json:
+        print(json.dumps(as_json(runs, profile.name, why)))
+    else:
+        sys.stdout.write(render_text(runs, profile.name, why))
+    return EXIT_OK
+
+
+def read_trace(path: str) -> tuple[TraceJob, ...]:
+    objects = read_objects(path, "trace")
+    if len(objects) != 1:
+        raise UsageError(f"trace file {shown(path)}: expected one mapping with a jobs list")
+    try:
+        return parse_trace(objects[0])
+    except TraceError as err:
+        raise UsageError(f"trace file {shown(path)}: {err}") from None
+
+
+def _profile(requested: str | None, snapshot: ClusterSnapshot) -> tuple[FabricProfile, str]:
+    try:
+        choice = choose_profile(
+            snapshot.nodes,
+            spec_fabric=None,
+            default=DEFAULT_PROFILE,
+            catalog=Catalog(),
+            requested=requested,
+        )
+    except FabricChoiceError as err:
+        raise UsageError(str(err)) from None
+    return choice.profile, choice.reason
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return {
+        "placed": summary.placed,
+        "unplaceable": summary.unplaceable,
+        "waitMeanSeconds": summary.wait_mean_s,
+        "waitP95Seconds": summary.wait_p95_s,
+        "makespanSeconds": summary.makespan_s,
+        "utilisationMean": summary.utilisation_mean,
+        "commGpuSeconds": summary.comm_gpu_seconds,
+        "commShare": summary.comm_share,
+        "spineBytes": summary.spine_bytes,
+        "largestRailGroupGpusMean": summary.largest_rail_group_gpus_mean,
+        "largestRailGroupGpusMin": summary.largest_rail_group_gpus_min,
+    }
+
+
+def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
+    """The ``--json`` object (camelCase, like the CRD)."""
+    return {
+        "fabric": fabric,
+        "fabricReason": why,
+        "placers": {
+            run.placer: {
+                "summary": summary_json(summarize(run)),
+                "totalGpus": run.total_gpus,
+                "jobs": [
+                    {
+                        "name": j.name,
+                        "gpus": j.gpus,
+                        "arrival": j.arrival,
+                        "start": j.start,
+                        "end": j.end,
+                        "waitSeconds": j.wait,
+                        "nodes": j.nodes,
+                        "stepCommSeconds": j.step_comm_seconds,
+                        "commGpuSeconds": j.comm_gpu_seconds,
+                        "spineBytes": j.spine_bytes,
+                        "reason": j.reason,
+                    }
+                    for j in run.jobs
+                ],
+                "utilisation": [
+                    [s.time, s.used_gpus / max(1, run.total_gpus)] for s in run.samples
+                ],
+                "largestRailGroupGpus": [[s.time, s.largest_rail_group_gpus] for s in run.samples],
+            }
+            for run in runs
+        },
+    }
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render_text(runs: Sequence[Replay], fabric: str, why: str) -> str:
+    lines = [f"fabric {fabric}: {why}", ""]
+    for run in runs:
+        lines.append(f"placer {run.placer}")
+        lines.append(
+            f"{'job':<28} {'GPUs':>5} {'arrive s':>9} {'wait s':>9} {'nodes':>5} "
+            f"{'comm ms/step':>12} {'comm GPU-h':>10} {'spine TB':>9}"
+        )
+        for j in run.jobs:
+            if j.reason is not None:
+                lines.append(
+                    f"{j.name[:28]:<28} {j.gpus:>5} {j.arrival:>9.0f}  never placed: {j.reason}"
+                )
+                continue
+            lines.append(
+                f"{j.name[:28]:<28} {j.gpus:>5} {j.arrival:>9.0f} {_fmt(j.wait, '9.0f')} "
+                f"{j.nodes:>5} {j.step_comm_seconds * 1e3:>12.2f} "
+                f"{j.comm_gpu_seconds / 3600:>10.2f} {j.spine_bytes / 1e12:>9.2f}"
+            )
+        lines.append("")
+    lines.append(comparison_table(runs))
+    return "\n".join(lines) + "\n"
+
+
+def comparison_table(runs: Sequence[Replay]) -> str:
+    """One row per placer: the figures the issue asks for, side by side."""
+    head = (
+        f"{'placer':<14} {'placed':>6} {'wait mean s':>11} {'wait p95 s':>10} "
+        f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} {'spine TB':>9} "
+        f"{'largest RG GPUs mean/min':>24}"
+    )
+    rows = [head]
+    for run in runs:
+        s = summarize(run)
+        rows.append(
+            f"{run.placer:<14} {s.placed:>6} {s.wait_mean_s:>11.0f} {s.wait_p95_s:>10.0f} "
+            f"{s.makespan_s / 3600:>10.2f} {s.utilisation_mean:>5.0%} "
+            f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} {s.spine_bytes / 1e12:>9.1f} "
+            f"{s.largest_rail_group_gpus_mean:>18.0f} / {s.largest_rail_group_gpus_min:<3}"
+        )
+    return "\n".join(rows)

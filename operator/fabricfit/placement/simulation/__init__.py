@@ -1,0 +1,28 @@
+"""Cluster-level simulation: replay a job trace with fabricfit and with the peers.
+
+``parse_trace`` validates a trace document (``trace``); ``replay`` runs it on a cluster snapshot
+with one placer (``placers``: fabricfit's search, Kueue TAS BestFit, the default spread), event
+by event with a strict FIFO queue (``replay``); ``summarize`` turns a run into the figures
+``fabricfit simulate`` prints (``summary``). Pure: simulated time only, no clock, no I/O.
+"""
+
+from fabricfit.placement.simulation.placers import FABRICFIT, PLACERS, Placed, Placer
+from fabricfit.placement.simulation.replay import JobRun, Replay, Sample, replay
+from fabricfit.placement.simulation.summary import Summary, summarize
+from fabricfit.placement.simulation.trace import TraceError, TraceJob, parse_trace
+
+__all__ = [
+    "FABRICFIT",
+    "PLACERS",
+    "JobRun",
+    "Placed",
+    "Placer",
+    "Replay",
+    "Sample",
+    "Summary",
+    "TraceError",
+    "TraceJob",
+    "parse_trace",
+    "replay",
+    "summarize",
+]

@@ -1,0 +1,111 @@
+"""`fabricfit simulate`: the shipped traces replay with every placer, text and JSON agree,
+and bad input is one line on stderr with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fabricfit.cli.main import main
+
+TRACES = Path(__file__).resolve().parents[3] / "benchmarks" / "traces"
+NODES = TRACES / "nodes-h100-64.yaml"
+SMALL = TRACES / "small.yaml"
+
+
+def simulate(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
+    assert main(["simulate", "--nodes", str(NODES), "--trace", str(SMALL), "--json", *extra]) == 0
+    body: dict[str, object] = json.loads(capsys.readouterr().out)
+    return body
+
+
+def test_readme_example_prints_a_table_per_placer_and_a_comparison(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        ["simulate", "--nodes", str(NODES), "--trace", str(SMALL), "--fabric", "h100-rail-only"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("fabric h100-rail-only: --fabric names it")
+    for placer in ("fabricfit", "kueue-bestfit", "spread"):
+        assert f"placer {placer}\n" in out
+        assert any(line.startswith(placer) for line in out.splitlines()[-3:])
+    assert "dense-70b-128" in out and "wait p95 s" in out
+
+
+def test_json_carries_per_job_figures_and_series(capsys: pytest.CaptureFixture[str]) -> None:
+    body = simulate(capsys, "--fabric", "h100-leaf-spine-2to1")
+    placers = body["placers"]
+    assert isinstance(placers, dict) and list(placers) == ["fabricfit", "kueue-bestfit", "spread"]
+    for run in placers.values():
+        assert run["summary"]["placed"] == 10 and run["totalGpus"] == 512
+        assert run["jobs"][0]["name"] == "notebook-a"
+        times = [t for t, _ in run["utilisation"]]
+        assert times == sorted(times) and all(0 <= u <= 1 for _, u in run["utilisation"])
+        assert all(0 <= g <= 128 for _, g in run["largestRailGroupGpus"])
+    ours, spread = placers["fabricfit"]["summary"], placers["spread"]["summary"]
+    # the topology-blind spread pays for it on a 2:1 fabric: more communication, more spine bytes
+    assert ours["commGpuSeconds"] < spread["commGpuSeconds"]
+    assert ours["spineBytes"] < spread["spineBytes"]
+
+
+def test_readme_generated_trace_with_one_placer(capsys: pytest.CaptureFixture[str]) -> None:
+    trace = TRACES / "published-mix.yaml"
+    argv = ["simulate", "--nodes", str(NODES), "--trace", str(trace), "--placer", "kueue-bestfit"]
+    assert main([*argv, "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert list(body["placers"]) == ["kueue-bestfit"]
+    assert body["fabric"] == "dgx-h100"  # the nodes' own label
+    summary = body["placers"]["kueue-bestfit"]["summary"]
+    assert summary["placed"] + summary["unplaceable"] == 240 and summary["placed"] > 200
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "trace.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("trace", "message"),
+    [
+        ("jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {data: 12}}]", "divide"),
+        ("jobs: nope", "jobs must be a non-empty list"),
+        ("- a\n- b\n", "is a string"),
+        ("a: 1\n---\nb: 2\n", "expected one mapping with a jobs list"),
+        ("jobs: [{arrival: x, duration: 1, gpusPerPod: 1, parallelism: {}}]", "arrival must be"),
+        ("{{{", "invalid JSON"),
+        ("jobs: [\n", "invalid YAML"),
+    ],
+)
+def test_bad_trace_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trace: str, message: str
+) -> None:
+    code = main(["simulate", "--nodes", str(NODES), "--trace", write(tmp_path, trace)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and message in err and err.startswith("fabricfit simulate:")
+
+
+def exit_code(argv: list[str]) -> int:
+    """``main``'s code; argparse errors leave through SystemExit with the same code."""
+    try:
+        return main(argv)
+    except SystemExit as done:
+        return int(done.code or 0)
+
+
+def test_bad_flags_and_files_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [
+        ["--nodes", str(tmp_path / "missing.yaml"), "--trace", str(SMALL)],
+        ["--nodes", str(NODES), "--trace", str(SMALL), "--placer", "volcano"],
+        ["--nodes", str(NODES), "--trace", str(SMALL), "--fabric", "dgx-h999"],
+        ["--nodes", str(SMALL), "--trace", str(SMALL)],
+    ]
+    for argv in cases:
+        assert exit_code(["simulate", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, (argv, err)
