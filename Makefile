@@ -64,6 +64,7 @@ bench: venv
 	$(BIN)/python benchmarks/cost_accuracy.py
 	$(BIN)/python benchmarks/placement.py --quick
 	$(BIN)/python benchmarks/simulate.py --quick
+	$(BIN)/python benchmarks/peer_regimes.py
 
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml

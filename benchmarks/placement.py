@@ -8,12 +8,15 @@ Run from the repository root::
 Clusters: 64, 512 and 4,096 eight-GPU nodes (rail groups of 32 nodes, racks of 4, spines of 16
 rail groups), empty and 30 % / 60 % fragmented by existing pods (seeded mix of 1/2/4/8-GPU pods on
 random nodes). Jobs: 64 to 4,096 GPUs with Megatron-style TP/PP/DP splits, an FSDP job, a job of
-4-GPU pods and an MoE job with expert parallelism. Two fabrics: the ``dgx-h100`` preset (full
-bisection) and the same hardware with 2:1 above the leaf and 4:1 between spines. Plan time is
+4-GPU pods and an MoE job with expert parallelism. Four fabrics, each a preset: ``dgx-h100``
+(full bisection), ``h100-leaf-spine-2to1``, ``h100-rail-only`` and ``gb200-nvl72`` (the same node
+count of 4-GPU trays, 18 trays per NVLink domain, a rack per domain). Plan time is
 wall-clock ``time.perf_counter`` and CPU ``time.process_time`` (which a busy machine inflates
 less) around ``plan_placement`` (snapshot construction excluded: the operator keeps one snapshot
 per reconcile), repeated, p50/p95 reported; peak memory is ``tracemalloc`` over one extra run.
-Every plan, ours and the baselines' (``baselines.py``), is priced by the same cost model.
+Every plan, ours and the baselines' (``baselines.py``: the package's peers plus a random
+floor), is priced by the same cost model; ``BF/ours`` is the Kueue TAS BestFit emulation's
+predicted step communication over fabricfit's (> 1: fabricfit is better).
 """
 
 from __future__ import annotations
@@ -91,51 +94,72 @@ JOBS = (
 )
 
 
+NVL72_TRAYS = 18  # 4-GPU trays per GB200 NVL72 rack (one NVLink domain)
+
+
 def fabrics() -> dict[str, FabricProfile]:
-    """The preset (full-bisection SuperPOD) and a cost-optimised variant of it: 2:1 above the
-    leaf (leaving a rail group or changing rails), 4:1 between spine blocks."""
-    base = get_profile("dgx-h100")
-    tapered = replace(
-        base, name="dgx-h100-2:1/4:1", leaf_oversubscription=2.0, spine_oversubscription=4.0
-    )
-    return {base.name: base, tapered.name: tapered}
+    """The presets the table compares, full bisection first."""
+    names = ("dgx-h100", "h100-leaf-spine-2to1", "h100-rail-only", "gb200-nvl72")
+    return {name: get_profile(name) for name in names}
 
 
-def make_cluster(nodes: int, fragmentation: float, seed: int = 7) -> ClusterSnapshot:
-    """``nodes`` eight-GPU nodes, a ``fragmentation`` share of GPUs held by random pods."""
+def make_cluster(
+    nodes: int,
+    fragmentation: float,
+    *,
+    seed: int = 7,
+    profile: FabricProfile | None = None,
+    rail_group_nodes: int = RAIL_GROUP_NODES,
+    spine_rail_groups: int = SPINE_RAIL_GROUPS,
+) -> ClusterSnapshot:
+    """``nodes`` nodes of the profile's size (8-GPU nodes; 4-GPU trays in NVL72 racks), a
+    ``fragmentation`` share of GPUs held by random pods."""
+    gpus = profile.gpus_per_node if profile is not None else GPUS
+    domain_nodes = max(1, profile.gpus_per_nvlink_domain // gpus) if profile is not None else 1
     rng = random.Random(seed)
-    free = [GPUS] * nodes
-    target = int(fragmentation * nodes * GPUS)
+    free = [gpus] * nodes
+    target = int(fragmentation * nodes * gpus)
     used = 0
-    sizes = [s for s, _ in POD_MIX]
-    weights = [w for _, w in POD_MIX]
+    sizes = [s for s, _ in POD_MIX if s <= gpus]
+    weights = [w for s, w in POD_MIX if s <= gpus]
     while used < target:
         size = rng.choices(sizes, weights)[0]
         node = rng.randrange(nodes)
         if free[node] >= size:
             free[node] -= size
             used += size
+    rack_nodes = domain_nodes if domain_nodes > 1 else RACK_NODES
+    group_nodes = rail_group_nodes if domain_nodes == 1 else 2 * domain_nodes
     infos = []
     for i in range(nodes):
-        group = i // RAIL_GROUP_NODES
-        spine = f"spine-{group // SPINE_RAIL_GROUPS}"
+        group = i // group_nodes
+        spine = f"spine-{group // spine_rail_groups}"
         rail_group = f"{spine}/su-{group}"
+        rack = f"{rail_group}/rack-{(i % group_nodes) // rack_nodes}"
         infos.append(
             NodeInfo(
                 name=f"gpu-{i:05d}",
-                gpus=GPUS,
+                gpus=gpus,
                 free_gpus=free[i],
-                rails=GPUS,
+                rails=gpus,
                 place=FabricPlace(
                     spine=spine,
                     rail_group=rail_group,
-                    rack=f"{rail_group}/rack-{(i % RAIL_GROUP_NODES) // RACK_NODES}",
-                    nvlink_domain=f"gpu-{i:05d}",
+                    rack=rack,
+                    nvlink_domain=rack if domain_nodes > 1 else f"gpu-{i:05d}",
                 ),
-                fabric="dgx-h100",
+                fabric=profile.name if profile is not None else "dgx-h100",
             )
         )
     return ClusterSnapshot(nodes=tuple(infos))
+
+
+def job_for(job: Job, profile: FabricProfile) -> Job:
+    """The job as it runs on ``profile``: pods no larger than a node (4-GPU trays on NVL72,
+    where TP8 then spans two trays of one NVLink domain)."""
+    if job.gpus_per_pod <= profile.gpus_per_node:
+        return job
+    return replace(job, gpus_per_pod=profile.gpus_per_node)
 
 
 def _request(job: Job) -> PlacementRequest:
@@ -214,13 +238,16 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 def run(cases: list[tuple[int, float, Job]], repeats: int) -> list[Row]:
     rows: list[Row] = []
-    snapshots: dict[tuple[int, float], ClusterSnapshot] = {}
+    snapshots: dict[tuple[int, float, int, int], ClusterSnapshot] = {}
     for fabric, profile in fabrics().items():
         print(f"\nfabric {fabric}")
         print_header()
-        for nodes, frag, job in cases:
-            snapshot = snapshots.setdefault((nodes, frag), make_cluster(nodes, frag))
-            if job.parallelism.world_size > nodes * GPUS:
+        for nodes, frag, spec in cases:
+            key = (nodes, frag, profile.gpus_per_node, profile.gpus_per_nvlink_domain)
+            snapshot = snapshots.get(key) or make_cluster(nodes, frag, profile=profile)
+            snapshots[key] = snapshot
+            job = job_for(spec, profile)
+            if job.parallelism.world_size > nodes * profile.gpus_per_node:
                 continue
             times, cpu_times, peak, ours = measure(snapshot, job, profile, repeats)
             row = Row(
