@@ -73,6 +73,10 @@ class Reason(StrEnum):
     INVALID_FABRIC = ("InvalidFabric", _PLANNED, "False", _WARN, True)
     UNSUPPORTED_WORKLOAD = ("UnsupportedWorkload", _PLANNED, "False", _WARN, True)
     INSUFFICIENT_GPUS = ("InsufficientGPUs", _PLANNED, "False", _WARN)
+    # admission-check mode: not planned yet (summary Pending), so no reservation, before Kueue
+    # reserved quota, and none after Kueue evicted or preempted the Workload.
+    AWAITING_ADMISSION = ("AwaitingAdmission", _PLANNED, "Unknown", _NORMAL)
+    ADMISSION_RELEASED = ("AdmissionReleased", _PLANNED, "Unknown", _NORMAL)
     # Placed
     ALL_PODS_BOUND = ("AllPodsBound", _PLACED, "True", _NORMAL)
     ADVISORY = ("Advisory", _PLACED, "False", _NORMAL)

@@ -43,6 +43,12 @@ KUEUE_SLICE_SIZE: Final = "kueue.x-k8s.io/podset-slice-size"
 KUEUE_SLICE_CONSTRAINTS: Final = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 #: Two PodSets (one of them a single pod) that Kueue places in one domain of the same level.
 KUEUE_PODSET_GROUP: Final = "kueue.x-k8s.io/podset-group-name"
+# Kueue's AdmissionCheck API (kueue.x-k8s.io/v1beta2) and the controller name fabricfit answers
+# for: a ClusterQueue whose admission checks include one with this ``spec.controllerName`` lets
+# fabricfit plan each admitted Workload before Kueue starts it (placement.mode admission-check).
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+KUEUE_VERSION: Final = "v1beta2"
+ADMISSION_CHECK_CONTROLLER: Final = "fabricfit.dev/placement"
 
 # Index labels that carry a pod's rank-block index, per workload kind.
 JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"

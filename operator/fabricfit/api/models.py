@@ -170,11 +170,12 @@ class ModelShape(SpecModel):
 class PlacementPolicy(SpecModel):
     """How the plan is applied and which locality goals are hard requirements."""
 
-    mode: Literal["pinned", "kueue-tas", "advisory"] = Field(
+    mode: Literal["pinned", "admission-check", "kueue-tas", "advisory"] = Field(
         default="pinned",
         description=(
-            "pinned: per-pod node via scheduling gate; kueue-tas: Kueue TAS annotations;"
-            " advisory: report only."
+            "pinned: per-pod node via scheduling gate; admission-check: as pinned, planned"
+            " once Kueue reserved quota (AdmissionCheck fabricfit.dev/placement); kueue-tas:"
+            " Kueue TAS annotations; advisory: report only."
         ),
     )
     tensor: Literal["Required", "Preferred"] = Field(

@@ -15,8 +15,8 @@ What each mode adds (``advisory`` changes nothing):
   the affinity below find the job's pods), ``kueue.x-k8s.io/queue-name`` when a queue is named,
   and a *preferred* pod affinity (weight 100) to pods of the same topology across
   ``rail_group_key``, so that pods the scheduler places itself gather in one rail group;
-* ``pinned``: the scheduling gate ``fabricfit.dev/placement``, removed per pod once the pod is
-  pinned to its planned node (:mod:`fabricfit.render.pods`);
+* ``pinned`` and ``admission-check``: the scheduling gate ``fabricfit.dev/placement``, removed
+  per pod once the pod is pinned to its planned node (:mod:`fabricfit.render.pods`);
 * ``kueue-tas``: the given Kueue pod-set annotations; Kueue TAS keys that fabricfit manages and
   the caller did not pass are dropped, because Kueue rejects a template that carries both a
   required and a preferred topology. Our gate is dropped too (Kueue places these pods).
@@ -44,7 +44,7 @@ from fabricfit.api.constants import (
     TOPOLOGY_LABEL,
 )
 
-Mode = Literal["pinned", "kueue-tas", "advisory"]
+Mode = Literal["pinned", "admission-check", "kueue-tas", "advisory"]
 
 RAIL_GROUP_AFFINITY_WEIGHT: Final = 100
 #: Kueue pod-set annotations fabricfit writes in ``kueue-tas`` mode (and so may remove).

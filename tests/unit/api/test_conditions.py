@@ -15,7 +15,7 @@ from fabricfit.reconcile.draft import StatusDraft
 def test_every_reason_is_a_legal_condition_reason(reason: Reason) -> None:
     assert re.match(REASON_PATTERN, reason.value)
     assert reason.condition in ConditionType
-    assert reason.status in ("True", "False")
+    assert reason.status in ("True", "False", "Unknown")  # metav1.Condition's statuses
 
 
 def test_reason_values_are_unique() -> None:
@@ -64,5 +64,21 @@ def test_failures_a_human_must_see_are_warnings() -> None:
             assert reason.severity is Severity.WARNING, reason
         if reason.status == "True" and reason.condition is not ConditionType.DEGRADED:
             assert reason.severity is Severity.NORMAL, reason
+        if reason.status == "Unknown":  # not decided yet (admission-check: Kueue's turn)
+            assert reason.severity is Severity.NORMAL, reason
     assert Reason.PODS_OFF_PLAN.severity is Severity.WARNING
     assert Reason.WAITING_FOR_PODS.severity is Severity.NORMAL
+
+
+@pytest.mark.parametrize("reason", [Reason.AWAITING_ADMISSION, Reason.ADMISSION_RELEASED], ids=str)
+def test_waiting_for_kueue_summarises_pending(reason: Reason) -> None:
+    condition = Condition.model_validate(
+        {
+            "type": reason.condition.value,
+            "status": reason.status,
+            "reason": reason.value,
+            "message": "",
+            "lastTransitionTime": "2026-12-03T10:00:00Z",
+        }
+    )
+    assert summarize((condition,)) == "Pending"
