@@ -205,8 +205,14 @@ def test_chart_rbac_is_enough_to_place_and_no_more(
     pods = wait_bound(core, namespace, "rbac", 2)
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(planned(tt)))
     assert condition(get_tt(custom, namespace, "rbac"), "Planned")["status"] == "True"  # type: ignore[index]
-    events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=rbac").items
-    assert any(e.reason == "AllPodsBound" for e in events), [e.reason for e in events]
+
+    def bound_event() -> bool:
+        selector = "involvedObject.kind=TrainingTopology,involvedObject.name=rbac"
+        events = core.list_namespaced_event(namespace, field_selector=selector).items
+        return any(e.reason == "AllPodsBound" for e in events)
+
+    # The event is posted after the status patch that set Placed, so it may trail it a little.
+    wait_for(bound_event, timeout_seconds=30, what="the AllPodsBound event")
 
     as_operator = client.CoreV1Api(config.new_client_from_config(str(credentials)))
     with pytest.raises(ApiException) as denied:
