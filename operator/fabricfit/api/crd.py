@@ -143,7 +143,7 @@ class _CrdSchemaGenerator(GenerateJsonSchema):
             return super().get_default_value(schema)
         value = factory()  # type: ignore[call-arg]
         if isinstance(value, BaseModel):
-            return value.model_dump(by_alias=True, mode="json")
+            return value.model_dump(by_alias=True, mode="json", exclude_none=True)
         if isinstance(value, list | tuple) and not value:
             return []
         return NoDefault

@@ -167,6 +167,24 @@ class ModelShape(SpecModel):
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP).")
 
 
+MAX_SPARE_NODES_PER_DOMAIN = 1024
+
+
+class SparePolicy(SpecModel):
+    """Nodes (trays) of every multi-node NVLink domain this job's plan leaves free as spares:
+    ordinary placement never uses them; a re-placement after a failure or a maintenance
+    cordon takes one of the same domain first."""
+
+    nodes_per_nvlink_domain: int = Field(
+        ge=0,
+        le=MAX_SPARE_NODES_PER_DOMAIN,
+        description=(
+            "Nodes of each multi-node NVLink domain kept free (overrides the fabric "
+            "profile's spare_nodes_per_nvlink_domain; 0 keeps none)."
+        ),
+    )
+
+
 class PlacementPolicy(SpecModel):
     """How the plan is applied and which locality goals are hard requirements."""
 
@@ -183,6 +201,12 @@ class PlacementPolicy(SpecModel):
     )
     data: Literal["Required", "Preferred"] = Field(
         default="Preferred", description="Keep data-parallel peers inside one rail group."
+    )
+    spares: SparePolicy | None = Field(
+        default=None,
+        description=(
+            "Spare nodes per NVLink domain; when omitted the fabric profile's setting applies."
+        ),
     )
 
 

@@ -20,7 +20,11 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   (``alltoall_efficiency``, ``alltoall_decay``), and the host's launch time per GPU
   (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
   GPUs). Their defaults are NCCL's own constants or
-  neutral values, so a profile written before they existed still loads and means the same.
+  neutral values, so a profile written before they existed still loads and means the same;
+* optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
+  the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
+  failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
+  default, keeps none; it must stay below the nodes a domain holds.
 
 Every number carries its source in the preset YAML files (``presets/*.yaml``: a comment next to
 the value and the ``sources`` list); fitted numbers say which measured rows they were fitted on
@@ -108,6 +112,8 @@ class FabricProfile:
     # exponent of its decay with more domains (efficiency × (2/domains)^decay).
     alltoall_efficiency: float = 1.0
     alltoall_decay: float = 0.0
+    # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
+    spare_nodes_per_nvlink_domain: int = 0
     torus: TorusSpec | None = None
     description: str = ""
     sources: tuple[str, ...] = ()
@@ -148,7 +154,11 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "alltoall_decay": (0.0, 4.0),
     }
 )
-_OPTIONAL = (*OPTIONAL_RANGES, "torus", "description", "sources")
+# Optional integer fields, as above.
+OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
+    {"spare_nodes_per_nvlink_domain": (0, 1024)}
+)
+_OPTIONAL = (*OPTIONAL_RANGES, *OPTIONAL_INTEGER_RANGES, "torus", "description", "sources")
 _GPU_REQUIRED = tuple(f.name for f in fields(FabricProfile) if f.name not in (*_OPTIONAL, "_hash"))
 _TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
 
@@ -178,6 +188,16 @@ def _integer(doc: Mapping[str, Any], key: str, *, low: int, high: int) -> int:
 def _optional_numbers(doc: Mapping[str, Any]) -> dict[str, float]:
     low_high = OPTIONAL_RANGES.items()
     return {k: _number(doc, k, low=lo, high=hi) for k, (lo, hi) in low_high if k in doc}
+
+
+def _optional_integers(doc: Mapping[str, Any]) -> dict[str, int]:
+    low_high = OPTIONAL_INTEGER_RANGES.items()
+    return {k: _integer(doc, k, low=lo, high=hi) for k, (lo, hi) in low_high if k in doc}
+
+
+def _optional(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The optional numeric fields ``doc`` gives, validated (absent: the dataclass default)."""
+    return {**_optional_numbers(doc), **_optional_integers(doc)}
 
 
 def _flag(doc: Mapping[str, Any], key: str) -> bool:
@@ -270,7 +290,7 @@ def _build(doc: Mapping[str, Any], name: str, arch: str, torus: TorusSpec | None
         nvlink_hop_latency_us=_number(doc, "nvlink_hop_latency_us", low=0.0, high=1_000),
         net_hop_latency_us=_number(doc, "net_hop_latency_us", low=0.0, high=10_000),
         switch_hop_latency_us=_number(doc, "switch_hop_latency_us", low=0.0, high=1_000),
-        **_optional_numbers(doc),
+        **_optional(doc),
         torus=torus,
         description=description,
         sources=_parse_sources(doc),
@@ -284,6 +304,13 @@ def _check_consistency(profile: FabricProfile) -> None:
         raise ProfileError(
             "gpus_per_nvlink_domain must be a multiple of gpus_per_node "
             f"({profile.gpus_per_nvlink_domain} vs {profile.gpus_per_node})"
+        )
+    nodes_per_domain = profile.gpus_per_nvlink_domain // max(profile.gpus_per_node, 1)
+    spares = profile.spare_nodes_per_nvlink_domain
+    if spares and (profile.torus is not None or spares >= nodes_per_domain):
+        raise ProfileError(
+            "spare_nodes_per_nvlink_domain must be below the nodes of one NVLink domain "
+            f"({spares} vs {nodes_per_domain}; spares apply to multi-node NVLink domains)"
         )
     if profile.nvls and profile.nvls_efficiency <= 0:
         raise ProfileError("nvls_efficiency must be > 0 when nvls is true")

@@ -5,8 +5,9 @@ Theory of operation
 A decision is plain data that every consumer reads the same way: the operator writes it into
 ``status`` and pins pods, ``fabricfit plan --json`` prints ``to_json_dict()``, the views draw it.
 Infeasible decisions carry no assignment but say why (one sentence per reason) and how large a
-job would fit right now. Predicted and lower-bound step times are per-dimension seconds from the
-cost model; ``efficiency`` is lower bound ÷ predicted (1.0 = the fabric's best case).
+job would fit right now; either way the decision names the spare nodes it kept free. Predicted
+and lower-bound step times are per-dimension seconds from the cost model; ``efficiency`` is
+lower bound ÷ predicted (1.0 = the fabric's best case).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fabricfit.placement.layout import GROUP_KINDS, Groups
+from fabricfit.placement.spares import NO_SPARES, SpareSet
 
 
 def _empty_floats() -> Mapping[str, float]:
@@ -67,6 +69,7 @@ class PlacementDecision:
     largest_feasible: LargestFit | None = None
     scores: Mapping[str, float] = field(default_factory=_empty_floats)
     candidate: str = ""
+    spares: SpareSet = NO_SPARES  # the nodes this plan left free as spares
 
     @property
     def efficiency(self) -> float:
@@ -97,6 +100,7 @@ class PlacementDecision:
             "reasons": list(self.reasons),
             "largest_feasible": _largest_json(self.largest_feasible),
             "candidate": self.candidate,
+            "spares": self.spares.to_json_dict(),
         }
 
 

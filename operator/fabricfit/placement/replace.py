@@ -4,28 +4,40 @@ Theory of operation
 -------------------
 Once a job runs, its healthy pods stay where they are: moving them would restart training. When
 some pods lose their node (NotReady, cordoned, deleted) and are recreated with the same index,
-each lost pod goes to the eligible node that keeps the job's predicted step communication time
-lowest, with every other pod fixed. Lost pods are placed one at a time in index order, each
-seeing the ones already re-placed, so the result is deterministic. Candidate nodes are reduced
-to one representative per fabric position (rail group, rack, NVLink domain, free GPUs) — nodes
-that differ only by name cost the same — and the first by name represents each.
+or their node is cordoned for maintenance, each lost pod goes to the eligible node that keeps
+the job's predicted step communication time lowest, with every other pod fixed. Lost pods are
+placed one at a time in index order, each seeing the ones already re-placed, so the result is
+deterministic. Candidate nodes are reduced to one representative per fabric position (rail
+group, rack, NVLink domain, free GPUs, spare tier) — nodes that differ only by name cost the
+same — and the first by name represents each.
+
+Spares (:mod:`~fabricfit.placement.spares`) exist for exactly this, so candidates come in tiers
+and the first tier with a node wins, by cost within it: (0) a spare of the lost pod's *home*
+NVLink domain — the domain of its old node, or, when that node is gone, the domain most of its
+tensor and expert peers run in — so tensor and expert groups stay inside the rack; (1) any node
+that is not a spare; (2) a spare of another domain, the last resort (it belongs to that rack's
+failover).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.constraints import free_after_reservations, node_rejection
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import StepTimes
-from fabricfit.placement.layout import Groups, build_layout
+from fabricfit.placement.layout import Groups, RankLayout, build_layout
 from fabricfit.placement.quality import PlanQuality, quality_of
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot
+from fabricfit.placement.spares import NO_SPARES, SpareSet, spares_for
+
+HOME_SPARE, ORDINARY, FOREIGN_SPARE = 0, 1, 2
+NVLINK_BOUND = ("tensor", "expert")
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,14 @@ class Replacement:
     predicted: StepTimes
     groups: Mapping[str, Groups]
     quality: PlanQuality
+    spares: SpareSet = NO_SPARES  # the spares before the move
+    home_domains: Mapping[int, str] = field(default_factory=dict)  # lost pod → its domain
+
+    def to_spare(self, index: int) -> bool:
+        """Whether lost pod ``index`` went to a spare of its home NVLink domain."""
+        home = self.home_domains.get(index)
+        node = self.moved.get(index)
+        return home is not None and node in self.spares.by_domain.get(home, ())
 
 
 def _slot(node: NodeInfo, offset: int, gpus_per_pod: int) -> PodSlot:
@@ -63,9 +83,50 @@ def _slots(snapshot: ClusterSnapshot, pods: Sequence[str], gpus_per_pod: int) ->
     return out
 
 
+def tier_of(node: NodeInfo, spares: SpareSet, home: str | None) -> int:
+    """The candidate tier of ``node`` for a lost pod whose home domain is ``home``."""
+    if node.name not in spares:
+        return ORDINARY
+    at_home = home is not None and node.name in spares.by_domain.get(home, ())
+    return HOME_SPARE if at_home else FOREIGN_SPARE
+
+
+def home_domain(
+    snapshot: ClusterSnapshot, layout: RankLayout, pods: Sequence[str], index: int
+) -> str | None:
+    """The NVLink domain lost pod ``index`` belongs in (see the module doc), None if none is
+    shared by several nodes."""
+    shared = _shared_domains(snapshot)
+    old = pods[index]
+    if snapshot.has_node(old):
+        domain = snapshot.node(old).place.nvlink_domain
+        return domain if domain in shared else None
+    peers: Counter[str] = Counter()
+    ranks = set(layout.pod_ranks(index))
+    for kind in NVLINK_BOUND:
+        for group in layout.groups.get(kind, ()):
+            if ranks.isdisjoint(group):
+                continue
+            for pod in {layout.pod_of(r) for r in group} - {index}:
+                if snapshot.has_node(pods[pod]):
+                    domain = snapshot.node(pods[pod]).place.nvlink_domain
+                    peers[domain] += domain in shared
+    best = sorted(((-n, d) for d, n in peers.items() if n > 0))
+    return best[0][1] if best else None
+
+
+def _shared_domains(snapshot: ClusterSnapshot) -> set[str]:
+    counts = Counter(n.place.nvlink_domain for n in snapshot.nodes)
+    return {d for d, n in counts.items() if n > 1 and d}
+
+
 def _candidates(
-    snapshot: ClusterSnapshot, request: PlacementRequest, reservations: Mapping[str, int]
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    reservations: Mapping[str, int],
+    tier: Mapping[str, int],
 ) -> list[NodeInfo]:
+    """One representative node per fabric position and tier, only of the best tier present."""
     representatives: dict[tuple[object, ...], NodeInfo] = {}
     for node in snapshot.nodes:
         if node_rejection(node, request, reservations) is not None:
@@ -73,9 +134,11 @@ def _candidates(
         place = node.place
         shared_domain = place.nvlink_domain if place.nvlink_domain != node.name else None
         free = free_after_reservations(node, reservations)
-        key: tuple[object, ...] = (place.spine, place.rail_group, place.rack, free, shared_domain)
+        level = tier.get(node.name, ORDINARY)
+        key = (level, place.spine, place.rail_group, place.rack, free, shared_domain)
         representatives.setdefault(key, node)
-    return list(representatives.values())
+    best = min((tier.get(n.name, ORDINARY) for n in representatives.values()), default=ORDINARY)
+    return [n for n in representatives.values() if tier.get(n.name, ORDINARY) == best]
 
 
 def replace_pods(
@@ -94,11 +157,16 @@ def replace_pods(
     """
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     model = StepModel(snapshot, layout, request, profile)
+    spares = spares_for(snapshot, request, profile, reservations)
     pods = list(current)
     held = Counter(reservations)
     order = sorted(set(lost))
+    homes = {i: home_domain(snapshot, layout, current, i) for i in order}
+    tiers = {
+        i: {n: tier_of(snapshot.node(n), spares, homes[i]) for n in spares.nodes} for i in order
+    }
     for index in order:  # a feasible start, so every trial below is a complete assignment
-        first = next(iter(_candidates(snapshot, request, held)), None)
+        first = next(iter(_candidates(snapshot, request, held, tiers[index])), None)
         if first is None:
             return None
         pods[index] = first.name
@@ -106,7 +174,7 @@ def replace_pods(
     for index in order:  # then the best node for each lost pod, the others fixed
         held[pods[index]] -= request.gpus_per_pod
         best: tuple[float, str] | None = None
-        for node in _candidates(snapshot, request, held):
+        for node in _candidates(snapshot, request, held, tiers[index]):
             pods[index] = node.name
             seconds = model.predict(model.rank_slots(_slots(snapshot, pods, request.gpus_per_pod)))
             if best is None or (seconds.step_comm_seconds, node.name) < best:
@@ -122,4 +190,6 @@ def replace_pods(
         predicted=final,
         groups=layout.groups,
         quality=quality_of(layout.groups, ranks, final.spine_bytes_per_step),
+        spares=spares,
+        home_domains={i: d for i, d in homes.items() if d is not None},
     )

@@ -65,6 +65,8 @@ class PlacementRequest:
     tensor_required: bool = True
     data_required: bool = False
     fabric: str | None = None
+    # Spare nodes per multi-node NVLink domain (placement.spares); None: the profile's setting.
+    spares_per_domain: int | None = None
     node_selector: Mapping[str, str] = field(default_factory=_empty_labels)
     affinity: tuple[SelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
@@ -92,6 +94,9 @@ def request_from_spec(
         tensor_required=spec.placement.tensor == "Required",
         data_required=spec.placement.data == "Required",
         fabric=spec.fabric,
+        spares_per_domain=(
+            spec.placement.spares.nodes_per_nvlink_domain if spec.placement.spares else None
+        ),
         node_selector=MappingProxyType(
             dict(_mapping(pod_spec.get("nodeSelector"), "nodeSelector"))
         ),

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 1. Validate the parallel layout (one reason per violation) and derive the rank groups.
 2. Filter nodes (availability, free GPUs after other plans' reservations, nodeSelector, node
-   affinity, taints) and cut the survivors into pod slots grouped by leaf domain.
+   affinity, taints, and the spare nodes of each multi-node NVLink domain, ``spares``) and cut
+   the survivors into pod slots grouped by leaf domain.
 3. If the slots cannot hold the job, stop: reasons plus the largest job that fits now.
 4. Generate hierarchical candidates (``candidates``) plus the placement Kueue TAS BestFit would
    make (``peers.kueue_bestfit``), run plugin filters, price survivors with the cost model, rank
@@ -23,11 +24,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from fabricfit.fabric.profiles import FabricProfile
-from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.candidates import (
     Block,
     PlanCandidate,
@@ -51,6 +52,7 @@ from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
 from fabricfit.placement.slots import LeafDomain, build_leaf_domains
+from fabricfit.placement.spares import SpareSet, spares_for
 
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 SATURATED_SCORE = 99.95
@@ -88,6 +90,7 @@ def plan_placement(
     ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
     ``move_budget`` caps local-move evaluations (None: by job size).
     """
+    spares = spares_for(snapshot, request, profile, reservations)
     fabric = profile_name(profile)
     reasons = validate_layout(
         request.parallelism,
@@ -97,10 +100,12 @@ def plan_placement(
         tensor_required=request.tensor_required,
     )
     if reasons:
-        return PlacementDecision(feasible=False, fabric=fabric, groups={}, reasons=reasons)
-    problem = _prepare(snapshot, request, reservations)
+        return PlacementDecision(
+            feasible=False, fabric=fabric, groups={}, reasons=reasons, spares=spares
+        )
+    problem = _prepare(snapshot, request, reservations, spares)
     if problem.units_free < problem.units_needed:
-        return _no_room(problem, snapshot, request, fabric)
+        return replace(_no_room(problem, snapshot, request, fabric), spares=spares)
     model = StepModel(snapshot, problem.layout, request, profile)
     ctx = PlanContext(
         request=request,
@@ -108,7 +113,8 @@ def plan_placement(
         domains=problem.domains,
         lower_bound=model.lower_bound(),
     )
-    return _search(problem, Scorer(ctx, plugins, model), fabric, move_budget)
+    decision = _search(problem, Scorer(ctx, plugins, model), fabric, move_budget)
+    return replace(decision, spares=spares)
 
 
 def _no_room(
@@ -132,18 +138,37 @@ def _no_room(
 
 
 def _prepare(
-    snapshot: ClusterSnapshot, request: PlacementRequest, reservations: Mapping[str, int]
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    reservations: Mapping[str, int],
+    spares: SpareSet,
 ) -> _Problem:
-    """Layout, eligible slots and blocks; with ``tensor: Preferred`` a job whose multi-pod
-    tensor groups find no NVLink domain with room falls back to single-pod units."""
+    """Layout, eligible slots (spares left out) and blocks; with ``tensor: Preferred`` a job
+    whose multi-pod tensor groups find no NVLink domain with room falls back to single-pod
+    units."""
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     nodes, rejected = eligible_nodes(snapshot, request, reservations)
+    nodes = _without_spares(nodes, spares, rejected)
     domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
     problem = _problem(layout, domains, job_blocks(layout), rejected)
     short = problem.units_free < problem.units_needed
     if short and problem.unit_pods > 1 and not request.tensor_required:
         return _problem(layout, domains, job_blocks(layout, keep_units=False), rejected)
     return problem
+
+
+def _without_spares(
+    nodes: tuple[NodeInfo, ...], spares: SpareSet, rejected: Counter[str]
+) -> tuple[NodeInfo, ...]:
+    """``nodes`` minus the spares, each counted in ``rejected`` under one phrase."""
+    held = set(spares.nodes)
+    if not held:
+        return nodes
+    kept = tuple(n for n in nodes if n.name not in held)
+    if len(kept) < len(nodes):
+        phrase = f"kept free as spares ({spares.per_domain} per NVLink domain)"
+        rejected[phrase] += len(nodes) - len(kept)
+    return kept
 
 
 def _problem(

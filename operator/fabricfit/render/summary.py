@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS
+from fabricfit.placement.spares import SpareSet
 
 INDENT = "  "
 
@@ -99,6 +100,23 @@ def _place_label(snapshot: ClusterSnapshot | None, node: str) -> str:
     return f"spine {spine} / rail group {rail_group}"
 
 
+MAX_SPARES_LISTED = 12
+
+
+def spares_line(spares: SpareSet) -> str | None:
+    """``spares: 2 per NVLink domain (fabric gb200-nvl72), 4 nodes kept free: a, b, c, d``;
+    None when the plan keeps no spares."""
+    if spares.per_domain <= 0:
+        return None
+    nodes = spares.nodes
+    shown = ", ".join(nodes[:MAX_SPARES_LISTED])
+    more = f" and {len(nodes) - MAX_SPARES_LISTED} more" if len(nodes) > MAX_SPARES_LISTED else ""
+    return (
+        f"spares: {spares.per_domain} per NVLink domain ({spares.source}), "
+        f"{len(nodes)} nodes kept free" + (f": {shown}{more}" if nodes else "")
+    )
+
+
 def build_summary(
     decision: PlacementDecision, snapshot: ClusterSnapshot | None = None
 ) -> list[str]:
@@ -117,6 +135,9 @@ def build_summary(
         lines.append(f"candidate: {decision.candidate}")
         lines.append("pods:")
         lines.extend(_pod_lines(decision, snapshot))
+    spares = spares_line(decision.spares)
+    if spares is not None:
+        lines.append(spares)
     if decision.reasons:
         lines.append("reasons:" if not decision.feasible else "unmet preferences:")
         lines.extend(f"{INDENT}- {r}" for r in decision.reasons)

@@ -46,6 +46,7 @@ def test_defaults() -> None:
         "mode": "pinned",
         "tensor": "Required",
         "data": "Preferred",
+        "spares": None,
     }
 
 

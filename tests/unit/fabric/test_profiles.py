@@ -149,12 +149,28 @@ def _edit(preset: str, **changes: object) -> str:
         (_edit("tpu-v4", torus="cube"), "'torus' must be a mapping"),
         (_edit("dgx-h100", sources="nccl"), "'sources' must be a list of strings"),
         (_edit("dgx-h100", name=""), "'name' must be a non-empty string"),
+        (_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=-1), "must be within \\[0, 1024\\]"),
+        (_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=1.5), "must be an integer"),
+        (_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=True), "must be an integer"),
+        (_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=18), "below the nodes of one NVLink"),
+        (_edit("dgx-h100", spare_nodes_per_nvlink_domain=1), "\\(1 vs 1; spares apply to multi"),
+        (_edit("tpu-v4", spare_nodes_per_nvlink_domain=1), "spare_nodes_per_nvlink_domain"),
     ],
 )
 def test_bad_custom_profiles_are_rejected_with_one_line(text: str, message: str) -> None:
     with pytest.raises(ProfileError, match=message) as err:
         load_profile(text)
     assert "\n" not in str(err.value)
+
+
+def test_spare_nodes_are_a_profile_setting() -> None:
+    assert get_profile("gb200-nvl72").spare_nodes_per_nvlink_domain == 0
+    assert "spare_nodes_per_nvlink_domain: 0" in preset_text("gb200-nvl72")
+    site = load_profile(_edit("gb200-nvl72", name="site-nvl72", spare_nodes_per_nvlink_domain=2))
+    assert site.spare_nodes_per_nvlink_domain == 2
+    assert site != get_profile("gb200-nvl72")
+    assert load_profile(_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=17)) is not None
+    assert get_profile("dgx-h100").spare_nodes_per_nvlink_domain == 0
 
 
 def test_a_custom_profile_loads() -> None:
