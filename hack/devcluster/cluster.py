@@ -4,6 +4,12 @@ State lives in ``$FABRICFIT_STATE_DIR`` (default ``~/.cache/fabricfit/cluster``)
 kubeconfig, etcd data, logs, and ``state.json`` with every pid and port we started. ``down``
 reads that file and stops exactly those processes, then removes the directory.
 
+``up`` takes a ``Tuning``: the defaults suit the test suite (a few hundred nodes); ``SCALE`` is
+for tens of thousands of kwok nodes (the scale benchmark): more requests in flight, client rate
+limits of the controller-manager and scheduler raised, no audit log, and node leases renewed
+rarely (kwok renews every lease at a quarter of its duration: 12,800 nodes with 40 s leases are
+1,280 writes a second).
+
 The optional controllers (``up --with``, started by ``install``) are recorded like the five
 core components, plus their version and ports in ``controllers``; they count in the health.
 
@@ -55,6 +61,41 @@ omitStages: [RequestReceived]
 rules:
 - level: Metadata
 """
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Flags for the size of the simulated cluster (0 keeps the component's own default)."""
+
+    max_requests_inflight: int = 0  # kube-apiserver --max-requests-inflight
+    max_mutating_requests_inflight: int = 0  # kube-apiserver --max-mutating-requests-inflight
+    client_qps: int = 0  # --kube-api-qps of controller-manager and scheduler (burst twice that)
+    node_lease_seconds: int = 40  # kwok's node leases; the controller-manager's grace period
+    audit: bool = True  # kube-apiserver audit log (Metadata level for every request)
+    kwok_parallelism: int = 0  # kwok's pod/node stage and lease workers
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_requests_inflight",
+            "max_mutating_requests_inflight",
+            "client_qps",
+            "kwok_parallelism",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.node_lease_seconds < 1:
+            raise ValueError("node_lease_seconds must be at least 1")
+
+
+DEFAULT_TUNING = Tuning()
+SCALE = Tuning(
+    max_requests_inflight=1600,
+    max_mutating_requests_inflight=800,
+    client_qps=1000,
+    node_lease_seconds=1200,
+    audit=False,
+    kwok_parallelism=16,
+)
 
 
 def state_dir() -> Path:
@@ -135,8 +176,26 @@ def _etcd_args(b: Binaries, d: Path, p: Ports) -> list[str]:
     ]
 
 
-def _apiserver_args(b: Binaries, d: Path, p: Ports, k: pki_mod.Pki) -> list[str]:
-    (d / "audit-policy.yaml").write_text(AUDIT_POLICY)
+def _apiserver_args(
+    b: Binaries, d: Path, p: Ports, k: pki_mod.Pki, tuning: Tuning = DEFAULT_TUNING
+) -> list[str]:
+    audit = []
+    if tuning.audit:
+        (d / "audit-policy.yaml").write_text(AUDIT_POLICY)
+        audit = [
+            f"--audit-policy-file={d / 'audit-policy.yaml'}",
+            f"--audit-log-path={d / 'logs' / 'audit.log'}",
+            "--audit-log-maxsize=200",
+            "--audit-log-maxbackup=1",
+        ]
+    inflight = [
+        f"--{flag}={value}"
+        for flag, value in (
+            ("max-requests-inflight", tuning.max_requests_inflight),
+            ("max-mutating-requests-inflight", tuning.max_mutating_requests_inflight),
+        )
+        if value
+    ]
     return [
         str(b.kube_apiserver),
         f"--etcd-servers=http://127.0.0.1:{p.etcd}",
@@ -152,10 +211,8 @@ def _apiserver_args(b: Binaries, d: Path, p: Ports, k: pki_mod.Pki) -> list[str]
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={k.sa_pub}",
         f"--service-account-signing-key-file={k.sa_key}",
-        f"--audit-policy-file={d / 'audit-policy.yaml'}",
-        f"--audit-log-path={d / 'logs' / 'audit.log'}",
-        "--audit-log-maxsize=200",
-        "--audit-log-maxbackup=1",
+        *audit,
+        *inflight,
         f"--cert-dir={d / 'apiserver-certs'}",
     ]
 
@@ -174,16 +231,40 @@ def _component_args(binary: Path, d: Path, port: int, extra: list[str]) -> list[
     ]
 
 
-def _kwok_args(b: Binaries, d: Path, p: Ports) -> list[str]:
+def _client_qps(tuning: Tuning) -> list[str]:
+    if not tuning.client_qps:
+        return []
+    return [f"--kube-api-qps={tuning.client_qps}", f"--kube-api-burst={2 * tuning.client_qps}"]
+
+
+def _kwok_config(d: Path, tuning: Tuning) -> list[str]:
+    """A KwokConfiguration with the workers' parallelism, when the tuning sets one."""
+    if not tuning.kwok_parallelism:
+        return []
+    n = tuning.kwok_parallelism
+    path = d / "kwok-options.yaml"
+    path.write_text(
+        "apiVersion: config.kwok.x-k8s.io/v1alpha1\n"
+        "kind: KwokConfiguration\n"
+        "options:\n"
+        f"  podPlayStageParallelism: {n}\n"
+        f"  nodePlayStageParallelism: {n}\n"
+        f"  nodeLeaseParallelism: {n}\n"
+    )
+    return [f"--config={path}"]
+
+
+def _kwok_args(b: Binaries, d: Path, p: Ports, tuning: Tuning = DEFAULT_TUNING) -> list[str]:
     return [
         str(b.kwok),
         f"--kubeconfig={d / 'admin.kubeconfig'}",
         f"--config={b.kwok_stages}",
+        *_kwok_config(d, tuning),
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
         "--cidr=10.0.0.0/16",
         "--node-ip=10.0.0.1",
-        "--node-lease-duration-seconds=40",
+        f"--node-lease-duration-seconds={tuning.node_lease_seconds}",
         f"--server-address=127.0.0.1:{p.kwok}",
     ]
 
@@ -205,8 +286,13 @@ def launch(
     say(f"{name} healthy (pid {started.pid})")
 
 
-def up(binaries: Binaries, say: Callable[[str], None], apiserver_port: int | None = None) -> State:
-    """Start the control plane, or reuse the one already running."""
+def up(
+    binaries: Binaries,
+    say: Callable[[str], None],
+    apiserver_port: int | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> State:
+    """Start the control plane, or reuse the one already running (whatever its tuning)."""
     directory = state_dir()
     existing = State.load(directory)
     if existing is not None:
@@ -218,11 +304,15 @@ def up(binaries: Binaries, say: Callable[[str], None], apiserver_port: int | Non
             return existing
         say("found a stale cluster state; cleaning it up")
         down(say)
-    return _start_all(binaries, directory, say, apiserver_port)
+    return _start_all(binaries, directory, say, apiserver_port, tuning)
 
 
 def _start_all(
-    binaries: Binaries, directory: Path, say: Callable[[str], None], apiserver_port: int | None
+    binaries: Binaries,
+    directory: Path,
+    say: Callable[[str], None],
+    apiserver_port: int | None,
+    tuning: Tuning,
 ) -> State:
     ports = Ports()
     ports.assign(apiserver_port)
@@ -236,7 +326,7 @@ def _start_all(
     )
     state.save()
     try:
-        _start_components(state, binaries, directory, say)
+        _start_components(state, binaries, directory, say, tuning)
     except BaseException:
         down(lambda _msg: None)
         raise
@@ -270,7 +360,9 @@ def _probes(state: State) -> dict[str, Callable[[], bool]]:
     }
 
 
-def _start_components(state: State, b: Binaries, d: Path, say: Callable[[str], None]) -> None:
+def _start_components(
+    state: State, b: Binaries, d: Path, say: Callable[[str], None], tuning: Tuning
+) -> None:
     p = state.ports
     keys = pki_mod.generate(d / "pki")
     pki_mod.write_kubeconfig(d / "admin.kubeconfig", f"https://127.0.0.1:{p.apiserver}", keys)
@@ -278,18 +370,23 @@ def _start_components(state: State, b: Binaries, d: Path, say: Callable[[str], N
         f"--root-ca-file={keys.ca_cert}",
         f"--service-account-private-key-file={keys.sa_key}",
         "--controllers=*",
-        "--node-monitor-grace-period=40s",
+        f"--node-monitor-grace-period={max(40, tuning.node_lease_seconds)}s",
+        *_client_qps(tuning),
     ]
     components = [
         ("etcd", _etcd_args(b, d, p), 30.0),
-        ("kube-apiserver", _apiserver_args(b, d, p, keys), 90.0),
+        ("kube-apiserver", _apiserver_args(b, d, p, keys, tuning), 90.0),
         (
             "kube-controller-manager",
             _component_args(b.kube_controller_manager, d, p.controller_manager, kcm_extra),
             60.0,
         ),
-        ("kube-scheduler", _component_args(b.kube_scheduler, d, p.scheduler, []), 60.0),
-        ("kwok", _kwok_args(b, d, p), 60.0),
+        (
+            "kube-scheduler",
+            _component_args(b.kube_scheduler, d, p.scheduler, _client_qps(tuning)),
+            60.0,
+        ),
+        ("kwok", _kwok_args(b, d, p, tuning), 60.0),
     ]
     probes = _probes(state)
     for name, argv, timeout in components:
