@@ -22,6 +22,13 @@ LABEL_RAILS: Final = LABEL_PREFIX + "rails"
 LABEL_FABRIC: Final = LABEL_PREFIX + "fabric"
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
+# Dynamic Resource Allocation (resource.k8s.io): NVIDIA's DRA driver publishes its GPUs as
+# devices of this driver in ResourceSlices, and its chart installs a DeviceClass of this name
+# selecting them (kubernetes-sigs/dra-driver-nvidia-gpu, formerly NVIDIA/k8s-dra-driver-gpu).
+DRA_GROUP: Final = "resource.k8s.io"
+DRA_VERSION: Final = "v1"
+DRA_GPU_DRIVER: Final = "gpu.nvidia.com"
+DRA_GPU_DEVICE_CLASS: Final = "gpu.nvidia.com"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 
 # Finalizer on every TrainingTopology, so deletion releases its GPUs and ungates its pods.

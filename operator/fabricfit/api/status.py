@@ -168,6 +168,31 @@ class Prediction(StatusModel):
     )
 
 
+class GpuAllocation(StatusModel):
+    """How the pods get their GPUs when that is through Dynamic Resource Allocation."""
+
+    via: str = Field(
+        default="DynamicResourceAllocation",
+        max_length=64,
+        description="How the GPUs are handed out: DynamicResourceAllocation.",
+    )
+    device_class: str = Field(
+        max_length=253, description="DeviceClass the pods' claims ask for (gpu.nvidia.com)."
+    )
+    claims: tuple[
+        Annotated[str, Field(max_length=317, description="Kind/name of one claim source.")], ...
+    ] = Field(
+        default=(),
+        max_length=16,
+        description="Kind/name of the ResourceClaimTemplates and ResourceClaims asking for GPUs.",
+    )
+    message: str = Field(
+        max_length=1024,
+        description="Who picks the devices: fabricfit pins each pod's node, kube-scheduler's DRA "
+        "allocator picks the GPUs on it.",
+    )
+
+
 class TrainingTopologyStatus(StatusModel):
     """Status of a TrainingTopology: conditions, the plan, its reservation and prediction."""
 
@@ -238,6 +263,10 @@ class TrainingTopologyStatus(StatusModel):
         max_length=MAX_DEGRADED_RANKS,
         json_schema_extra={"x-kubernetes-list-type": "set"},
         description="Ranks on unavailable nodes, ascending (the first 4096).",
+    )
+    gpu_allocation: GpuAllocation | None = Field(
+        default=None,
+        description="Set when the pods claim their GPUs through DRA resource claims.",
     )
     fabric: str | None = Field(default=None, max_length=63, description="Fabric profile used.")
     fabric_reason: str | None = Field(

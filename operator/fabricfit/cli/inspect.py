@@ -1,6 +1,7 @@
 """``fabricfit inspect``: what fabricfit detects in a node dump (offline).
 
-Reads ``kubectl get nodes -o yaml|json`` (and optionally ``kubectl get pods -A``), reads the
+Reads ``kubectl get nodes -o yaml|json`` (and optionally ``kubectl get pods -A``, and for GPUs
+handed out by DRA ``kubectl get resourceslices`` / ``kubectl get resourceclaims -A``), reads the
 nodes with the label scheme and prints the tiers found: per tier its domains with nodes and free
 GPUs, the label keys read, and the nodes that carry no topology label. Run it before trusting a
 plan: a cluster read with the wrong ``--label-scheme`` looks flat. Exit 0, or 2 with one line
@@ -15,6 +16,7 @@ from typing import Any
 
 from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, Parser
+from fabricfit.cli.dra import add_dra_arguments, read_dra
 from fabricfit.cli.inputs import read_objects
 from fabricfit.fabric.detection import Detection, count_of, describe, detect_tiers
 from fabricfit.fabric.snapshot import build_snapshot
@@ -27,6 +29,7 @@ def configure(parser: Parser) -> None:
         "--nodes", required=True, metavar="NODES", help="kubectl get nodes -o yaml|json output"
     )
     parser.add_argument("--pods", metavar="PODS", help="kubectl get pods -A -o yaml|json output")
+    add_dra_arguments(parser)
     parser.add_argument(
         "--label-scheme", default="auto", choices=LABEL_SCHEMES, help="node label scheme"
     )
@@ -36,12 +39,19 @@ def configure(parser: Parser) -> None:
 def execute(args: argparse.Namespace) -> int:
     nodes = read_objects(args.nodes, "nodes", "Node")
     pods = read_objects(args.pods, "pods", "Pod") if args.pods else []
-    snapshot = build_snapshot(nodes, pods, scheme=args.label_scheme)
+    slices, claims = read_dra(args)
+    snapshot = build_snapshot(
+        nodes, pods, scheme=args.label_scheme, resource_slices=slices, resource_claims=claims
+    )
     detection = detect_tiers(snapshot, args.label_scheme)
+    dra_nodes = sum(1 for node in snapshot.nodes if node.dra)
     if args.json:
-        print(json.dumps(as_json(detection, args.label_scheme)))
+        print(json.dumps({**as_json(detection, args.label_scheme), "draNodes": dra_nodes}))
     else:
-        print(render_text(detection))
+        text = render_text(detection)
+        if dra_nodes:
+            text += f"\nGPUs of {dra_nodes} nodes come from DRA ResourceSlices (gpu.nvidia.com)"
+        print(text)
     return EXIT_OK
 
 

@@ -2,8 +2,10 @@
 
 Theory of operation
 -------------------
-Read the files (``kubectl get nodes -o yaml|json``, optionally ``kubectl get pods -A``, and a
-TrainingTopology object or a bare spec, with the workload it names), bounded and total
+Read the files (``kubectl get nodes -o yaml|json``, optionally ``kubectl get pods -A``,
+``kubectl get resourceslices`` and ``kubectl get resourceclaims -A`` for GPUs handed out by
+DRA, and a TrainingTopology object or a bare spec, with the workload it names and the
+ResourceClaimTemplates its pods claim GPUs through), bounded and total
 (:mod:`fabricfit.cli.inputs`, :mod:`fabricfit.fabric.documents`); check every object is of the
 kind its flag expects; hand the spec and workload to the policy the operator uses
 (:func:`fabricfit.render.policy.admit`: schema, CRD rules and bounds, template choice — before
@@ -24,14 +26,17 @@ from typing import Any
 from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_name
+from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
 from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
+from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.search import plan_placement
+from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.policy import admit, choose_fabric
 from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
@@ -47,6 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pods", metavar="PODS.yaml", help="kubectl get pods -A -o yaml|json output (- for stdin)"
     )
+    add_dra_arguments(parser)
     parser.add_argument(
         "--topology",
         required=True,
@@ -152,14 +158,24 @@ def _choose_fabric(
 def execute(args: argparse.Namespace) -> int:
     nodes = read_objects(args.nodes, "nodes", kind="Node")
     pods = read_objects(args.pods, "pods", kind="Pod") if args.pods else []
-    raw_spec, workload = parse_topology(read_objects(args.topology, "topology"), args.topology)
-    admission = admit(raw_spec, workload, require_workload=False)
+    slices, claims = read_dra(args)
+    topology_objects = read_objects(args.topology, "topology")
+    raw_spec, workload = parse_topology(topology_objects, args.topology)
+    claimable = claim_objects(topology_objects, claims)
+    admission = admit(raw_spec, workload, require_workload=False, claims=claimable)
     if admission.spec is None or admission.request is None:
         raise UsageError(f"topology file {shown(args.topology)}: {admission.message}")
     spec, request = admission.spec, admission.request
     # As the operator with its defaults: unlabelled nodes are of its default fabric.
     scheme = args.label_scheme or spec.label_scheme
-    snapshot = build_snapshot(nodes, pods, scheme=scheme, default_fabric=DEFAULT_PROFILE)
+    snapshot = build_snapshot(
+        nodes,
+        pods,
+        scheme=scheme,
+        default_fabric=DEFAULT_PROFILE,
+        resource_slices=slices,
+        resource_claims=claims,
+    )
     profile, why = _choose_fabric(args, spec, snapshot)
     fabric = profile.name
     try:
@@ -168,12 +184,17 @@ def execute(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot plan on fabric {fabric}: {err}") from None
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
+    allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
     if args.json:
         body = {**decision.to_json_dict(), "fabric_reason": why}
+        if allocation is not None:
+            body["gpu_allocation"] = allocation
         print(json.dumps(body, indent=1, sort_keys=False))
     else:
         sys.stdout.write(render_summary(decision, snapshot))
         print(f"fabric {fabric}: {why}")
+        if allocation is not None:
+            print(f"GPUs: {allocation['message']}")
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
 
 

@@ -42,12 +42,20 @@ class NodeFacts:
     available: bool
     unavailable_reason: str | None
     taints: tuple[Taint, ...]
+    dra: bool = False  # GPUs from DRA ResourceSlices, not from nvidia.com/gpu allocatable
 
 
 def read_node_facts(
-    raw: object, index: int, default_fabric: str | None, diagnostics: list[Diagnostic]
+    raw: object,
+    index: int,
+    default_fabric: str | None,
+    diagnostics: list[Diagnostic],
+    dra_gpus: Mapping[str, int] | None = None,
 ) -> NodeFacts | None:
-    """Facts of ``raw`` (item ``index`` of the input), or None when it has no usable name."""
+    """Facts of ``raw`` (item ``index`` of the input), or None when it has no usable name.
+
+    A node without ``nvidia.com/gpu`` allocatable takes its GPUs from ``dra_gpus`` (whole GPUs
+    DRA ResourceSlices publish for it, by node name); one with both counts the allocatable."""
     name = str_at(raw, "metadata", "name")
     if not name:
         what = "is not an object" if not isinstance(raw, Mapping) else "has no metadata.name"
@@ -64,6 +72,15 @@ def read_node_facts(
         report(
             f"allocatable {GPU_RESOURCE}: {problem}; treating the node as having 0 GPUs", "error"
         )
+    published = (dra_gpus or {}).get(name, 0)
+    dra = gpus == 0 and published > 0 and not problem
+    if dra:
+        gpus = published
+    elif gpus and published:
+        report(
+            f"has {gpus} {GPU_RESOURCE} allocatable and {published} GPUs in DRA ResourceSlices; "
+            f"counting the {GPU_RESOURCE} allocatable"
+        )
     reasons = _unavailable_reasons(raw, report)
     return NodeFacts(
         name=name,
@@ -74,6 +91,7 @@ def read_node_facts(
         available=not reasons,
         unavailable_reason=", ".join(reasons) if reasons else None,
         taints=_read_taints(raw, report),
+        dra=dra,
     )
 
 

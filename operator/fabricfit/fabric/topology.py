@@ -55,6 +55,9 @@ class NodeInfo:
     fabric: str | None = None
     labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     taints: tuple[Taint, ...] = ()
+    # GPUs published by DRA ResourceSlices (driver gpu.nvidia.com) instead of the device plugin:
+    # pods claim them through ResourceClaims and kube-scheduler picks the devices on the node.
+    dra: bool = False
 
     def rail_of(self, gpu: int) -> int:
         """Rail (NIC index) that local GPU ``gpu`` sends inter-node traffic on."""

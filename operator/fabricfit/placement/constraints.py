@@ -2,9 +2,11 @@
 
 Theory of operation
 -------------------
-A node is eligible for a request when it is available in the snapshot (Ready, not cordoned), has
-room for at least one pod after GPUs already taken and GPUs reserved by other plans, carries
-every ``nodeSelector`` label, satisfies at least one required nodeSelectorTerm (Kubernetes
+A node is eligible for a request when it is available in the snapshot (Ready, not cordoned), its
+GPUs come the way the pods ask for them (DRA ResourceSlices for pods that claim GPUs,
+``nvidia.com/gpu`` allocatable for pods that request it), has room for at least one pod after
+GPUs already taken and GPUs reserved by other plans, carries every ``nodeSelector`` label,
+satisfies at least one required nodeSelectorTerm (Kubernetes
 semantics: terms ORed, expressions ANDed; ``Gt``/``Lt`` compare integers), and every
 NoSchedule/NoExecute taint is tolerated. ``node_rejection`` returns the first failed rule as a
 short phrase so infeasibility reports can say *why* nodes were excluded, counted per phrase.
@@ -15,8 +17,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo, Taint
-from fabricfit.placement.request import MatchExpression, PlacementRequest, SelectorTerm, Toleration
+from fabricfit.placement.request import (
+    DEVICE_PLUGIN,
+    DRA,
+    MatchExpression,
+    PlacementRequest,
+    SelectorTerm,
+    Toleration,
+)
 
 HARD_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -34,6 +44,10 @@ def node_rejection(
         return (
             f"unavailable ({node.unavailable_reason})" if node.unavailable_reason else "unavailable"
         )
+    if request.gpu_source == DRA and not node.dra:
+        return "no GPUs in DRA ResourceSlices (the pods claim their GPUs)"
+    if request.gpu_source == DEVICE_PLUGIN and node.dra:
+        return f"no {GPU_RESOURCE} allocatable (its GPUs are DRA devices)"
     if free_after_reservations(node, reservations) < request.gpus_per_pod:
         return f"fewer than {request.gpus_per_pod} free GPUs"
     for key, value in request.node_selector.items():

@@ -71,7 +71,10 @@ def capacity_reasons(
         f"the job needs {what}; the {snapshot_size(snapshot)} nodes hold only {have_pods} now"
     ]
     if not any(node.gpus > 0 for node in snapshot.nodes):
-        reasons.append(f"no node has GPUs: none lists {GPU_RESOURCE} in status.allocatable")
+        reasons.append(
+            f"no node has GPUs: none lists {GPU_RESOURCE} in status.allocatable "
+            "or GPUs in DRA ResourceSlices"
+        )
     if rejected:
         listed = ", ".join(
             f"{count} {phrase}" for phrase, count in rejected.most_common(MAX_LISTED_REJECTIONS)

@@ -20,7 +20,11 @@ from typing import Any
 
 from fabricfit.api.models import ModelShape, Parallelism, TrainingTopologySpec
 from fabricfit.fabric.objects import kind_of, shorten
+from fabricfit.fabric.podclaims import claim_names
+from fabricfit.fabric.pods import pod_gpu_request
 
+DEVICE_PLUGIN = "device-plugin"
+DRA = "dra"
 AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 
@@ -70,6 +74,10 @@ class PlacementRequest:
     node_selector: Mapping[str, str] = field(default_factory=_empty_labels)
     affinity: tuple[SelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # How the pods get their GPUs: DEVICE_PLUGIN (nvidia.com/gpu requests), DRA (resource
+    # claims, no nvidia.com/gpu request) or None (unknown: no pod template, or it asks for none);
+    # a pod can only run on a node whose GPUs come the same way.
+    gpu_source: str | None = None
 
     @property
     def world_size(self) -> int:
@@ -102,7 +110,18 @@ def request_from_spec(
         ),
         affinity=parse_required_affinity(pod_spec.get("affinity")),
         tolerations=parse_tolerations(pod_spec.get("tolerations")),
+        gpu_source=gpu_source(pod_spec),
     )
+
+
+def gpu_source(pod_spec: Mapping[str, Any]) -> str | None:
+    """DEVICE_PLUGIN when the pod requests nvidia.com/gpu, else DRA when it lists resource
+    claims (a pod that claims devices and requests no GPU gets its GPUs from a claim), else
+    None."""
+    pod = {"spec": pod_spec}
+    if pod_gpu_request(pod, []) > 0:
+        return DEVICE_PLUGIN
+    return DRA if claim_names(pod) else None
 
 
 def _pod_spec(pod_template: Mapping[str, Any] | None) -> Mapping[str, Any]:

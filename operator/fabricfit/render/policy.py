@@ -13,7 +13,11 @@ call this module and nothing else to turn user input into what the planner reads
    (``require_workload=False``) to ask "what if".
 2. :func:`fabricfit.render.kinds.rank_template` — which pod template's constraints count, and
    :func:`settle_gpus_per_pod` — ``gpusPerPod`` from that template's GPU request when omitted
-   (the CRD has no default for it), or a problem naming both numbers when they differ.
+   (the CRD has no default for it), or a problem naming both numbers when they differ. The
+   request is the template's ``nvidia.com/gpu`` plus the GPUs its resource claims ask for
+   (:mod:`fabricfit.fabric.podclaims`, from the ResourceClaimTemplates and ResourceClaims
+   given by (kind, name)); a claim whose GPU count cannot be known is a problem only when
+   ``gpusPerPod`` must be derived from it.
 3. :func:`workload_problems` — the named workload must run as many pods as the spec needs.
 4. :func:`build_request` — the frozen request (a malformed template is a problem, not a crash).
 
@@ -35,6 +39,7 @@ from fabricfit.api.rules import violations
 from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.choice import choose_profile
 from fabricfit.fabric.objects import shorten
+from fabricfit.fabric.podclaims import PodClaims, pod_claim_gpus
 from fabricfit.fabric.pods import pod_gpu_request
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
@@ -55,6 +60,7 @@ __all__ = [
 ]
 
 MAX_FIELD_ECHO = 60
+ClaimObjects = Mapping[tuple[str, str], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,11 @@ class Admission:
 
 
 def admit(
-    raw_spec: object, workload: Mapping[str, Any] | None, *, require_workload: bool = True
+    raw_spec: object,
+    workload: Mapping[str, Any] | None,
+    *,
+    require_workload: bool = True,
+    claims: ClaimObjects | None = None,
 ) -> Admission:
     """Steps 1–4 of the module docstring; stops at the first step that finds problems."""
     spec, problems = parse_spec(raw_spec, require_workload=require_workload)
@@ -82,7 +92,7 @@ def admit(
     kind = spec.workload_ref.kind if spec.workload_ref is not None else ""
     template = rank_template(kind, workload)
     settled, problems = settle_gpus_per_pod(
-        raw_spec, spec, template, require_workload=require_workload
+        raw_spec, spec, template, require_workload=require_workload, claims=claims
     )
     if settled is None or problems:
         return Admission(spec, problems=problems)
@@ -124,24 +134,41 @@ def settle_gpus_per_pod(
     template: Mapping[str, Any] | None,
     *,
     require_workload: bool = True,
+    claims: ClaimObjects | None = None,
 ) -> tuple[TrainingTopologySpec | None, tuple[str, ...]]:
-    """``gpusPerPod`` from the rank template's GPU request when the spec omits it (then every
-    check of :func:`parse_spec` runs with it); a spec naming another number is a problem that
-    gives both. A template without GPU requests (or none yet) leaves the spec as it is."""
+    """``gpusPerPod`` from the rank template's GPU request (``nvidia.com/gpu`` plus resource
+    claims) when the spec omits it (then every check of :func:`parse_spec` runs with it); a
+    spec naming another number is a problem that gives both. A template without GPU requests
+    (or none yet) leaves the spec as it is."""
     ref = spec.workload_ref
-    requested = pod_gpu_request(template, []) if template is not None else 0
+    plugin = pod_gpu_request(template, []) if template is not None else 0
+    claimed = pod_claim_gpus(template, claims or {}) if template is not None else PodClaims()
+    requested = plugin + claimed.gpus
+    given = "gpus_per_pod" in spec.model_fields_set
+    if claimed.problems and not given:
+        return spec, (f"cannot tell the GPUs per pod: {'; '.join(claimed.problems)}",)
     if requested <= 0:
         return spec, ()
-    if "gpus_per_pod" in spec.model_fields_set:
+    if given:
         if spec.gpus_per_pod == requested:
             return spec, ()
         workload = f"{ref.kind} {ref.name}" if ref is not None else "the workload"
         return spec, (
-            f"gpusPerPod is {spec.gpus_per_pod} but {workload} requests {requested} "
-            f"{GPU_RESOURCE} per pod",
+            f"gpusPerPod is {spec.gpus_per_pod} but {workload} requests "
+            f"{_gpu_words(plugin, claimed)} per pod",
         )
     settled = {**(raw if isinstance(raw, Mapping) else {}), "gpusPerPod": requested}
     return parse_spec(settled, require_workload=require_workload)
+
+
+def _gpu_words(plugin: int, claimed: PodClaims) -> str:
+    """How a pod asks for its GPUs, for a message: ``nvidia.com/gpu`` and/or its claims."""
+    if not claimed.gpus:
+        return f"{plugin} {GPU_RESOURCE}"
+    claims = f"through {', '.join(claimed.sources)}"
+    if not plugin:
+        return f"{claimed.gpus} GPUs {claims}"
+    return f"{plugin + claimed.gpus} GPUs ({plugin} {GPU_RESOURCE}, {claimed.gpus} {claims})"
 
 
 def workload_problems(

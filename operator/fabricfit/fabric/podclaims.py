@@ -1,0 +1,122 @@
+"""GPUs a pod asks for through resource claims (Dynamic Resource Allocation), from plain dicts.
+
+Theory of operation
+-------------------
+A pod that gets its GPUs through DRA requests no ``nvidia.com/gpu``; it lists claims in
+``spec.resourceClaims`` — each either ``resourceClaimTemplateName`` (the claim controller
+stamps one ResourceClaim per pod from that ResourceClaimTemplate, the usual way for the pods of
+a Job) or ``resourceClaimName`` (one existing claim, shared by every pod naming it). The claim's
+``spec.devices.requests[]`` say what it asks for: in ``resource.k8s.io/v1`` a request is
+``exactly`` (``deviceClassName``, ``allocationMode`` ``ExactCount`` with ``count``, default 1,
+or ``All``) or ``firstAvailable`` (alternatives, best first); v1beta1 wrote the ``exactly``
+fields on the request itself. Requests of device class ``gpu.nvidia.com`` (the DeviceClass
+NVIDIA's DRA driver installs: whole GPUs) count as GPUs.
+
+What cannot be known from the objects is a problem, never a guess: ``All`` (every GPU of the
+node it lands on), alternatives of different GPU counts, a claim or template that is not found.
+The caller decides what a problem means (``render.policy``: only when ``gpusPerPod`` must be
+derived from the workload).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fabricfit.api.constants import DRA_GPU_DEVICE_CLASS
+from fabricfit.fabric.objects import list_at, mapping_at, shorten, str_at, value_at
+
+TEMPLATE_KIND = "ResourceClaimTemplate"
+CLAIM_KIND = "ResourceClaim"
+MAX_COUNT = 4096
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    """What a pod template's resource claims ask for."""
+
+    gpus: int = 0
+    sources: tuple[str, ...] = ()  # "ResourceClaimTemplate/NAME" of every claim asking for GPUs
+    problems: tuple[str, ...] = ()
+
+    @property
+    def uses_claims(self) -> bool:
+        return bool(self.sources)
+
+
+def claim_names(template: object) -> tuple[tuple[str, str], ...]:
+    """(kind, name) of the claims ``template`` (a pod template or pod) lists."""
+    found: list[tuple[str, str]] = []
+    for entry in list_at(template, "spec", "resourceClaims"):
+        template_name = str_at(entry, "resourceClaimTemplateName")
+        claim_name = str_at(entry, "resourceClaimName")
+        if template_name:
+            found.append((TEMPLATE_KIND, template_name))
+        elif claim_name:
+            found.append((CLAIM_KIND, claim_name))
+    return tuple(found)
+
+
+def pod_claim_gpus(
+    template: object, objects: Mapping[tuple[str, str], Mapping[str, object]]
+) -> PodClaims:
+    """GPUs one pod of ``template`` claims; ``objects`` holds the ResourceClaimTemplates and
+    ResourceClaims of its namespace by (kind, name)."""
+    gpus = 0
+    sources: list[str] = []
+    problems: list[str] = []
+    for kind, name in claim_names(template):
+        obj = objects.get((kind, name))
+        if obj is None:
+            problems.append(f"{kind} {shorten(name)} is not found")
+            continue
+        spec = mapping_at(obj, "spec", "spec") if kind == TEMPLATE_KIND else mapping_at(obj, "spec")
+        count, found = _requests_gpus(list_at(spec, "devices", "requests"), f"{kind} {name}")
+        problems.extend(found)
+        if count:
+            gpus += count
+            sources.append(f"{kind}/{name}")
+    return PodClaims(gpus=gpus, sources=tuple(sources), problems=tuple(problems))
+
+
+def _requests_gpus(requests: Sequence[object], where: str) -> tuple[int, list[str]]:
+    gpus = 0
+    problems: list[str] = []
+    for request in requests:
+        name = str_at(request, "name") or "?"
+        alternatives = list_at(request, "firstAvailable")
+        if alternatives:
+            counts = {_exact_gpus(a, f"{where} request {name}", problems) for a in alternatives}
+            if len(counts) > 1:
+                problems.append(
+                    f"{where} request {name}: firstAvailable alternatives ask for different "
+                    f"numbers of {DRA_GPU_DEVICE_CLASS} devices ({sorted(counts)})"
+                )
+                continue
+            gpus += counts.pop()
+            continue
+        exact = mapping_at(request, "exactly") if "exactly" in mapping_at(request) else request
+        gpus += _exact_gpus(exact, f"{where} request {name}", problems)
+    return gpus, problems
+
+
+def _exact_gpus(request: object, where: str, problems: list[str]) -> int:
+    """GPUs of one exact request (0 for another device class)."""
+    if str_at(request, "deviceClassName") != DRA_GPU_DEVICE_CLASS:
+        return 0
+    mode = str_at(request, "allocationMode") or "ExactCount"
+    if mode not in ("ExactCount", "All"):
+        problems.append(f"{where}: allocationMode {shorten(mode)} is not ExactCount or All")
+        return 0
+    if mode == "All":
+        problems.append(
+            f"{where}: allocationMode All takes every GPU of the node it lands on; set gpusPerPod"
+        )
+        return 0
+    count = value_at(request, "count")
+    if count is None:
+        return 1
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
+        problems.append(f"{where}: count {shorten(count)} is not a whole number in 1..{MAX_COUNT}")
+        return 0
+    return count
