@@ -1,5 +1,6 @@
 """Kueue objects for end-to-end tests against the real Kueue (``controllers("kueue")``), and the
-read-back of what Kueue decided: a job's Workload and its TopologyAssignment, decoded.
+read-back of what Kueue decided: a job's Workload and its TopologyAssignment, decoded (the pure
+builders and decoders live in ``devcluster.kueueobjects``, shared with the benchmarks).
 
 Cluster-scoped objects (Topology, ResourceFlavor, ClusterQueue) get test-chosen names; ``Queues``
 creates a full chain and deletes it again, so tests sharing a session do not see each other's.
@@ -7,16 +8,45 @@ creates a full chain and deletes it again, so tests sharing a session do not see
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from devcluster import kueueobjects
+from devcluster.kueueobjects import (
+    GROUP,
+    HOSTNAME,
+    QUEUE_LABEL,
+    VERSION,
+    assignment_counts,
+    cluster_queue,
+    is_admitted,
+    local_queue,
+    owned_workload,
+    podset_assignments,
+    resource_flavor,
+)
 from helpers.waiting import wait_for
 
-GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-HOSTNAME = "kubernetes.io/hostname"
+__all__ = [
+    "GROUP",
+    "HOSTNAME",
+    "NATIVE",
+    "NATIVE_LEVELS",
+    "QUEUE_LABEL",
+    "VERSION",
+    "assignment_counts",
+    "cluster_queue",
+    "domain_of",
+    "local_queue",
+    "podset_assignments",
+    "queues",
+    "resource_flavor",
+    "topology",
+    "wait_admitted",
+    "workload_of",
+]
+
 NATIVE = "topology.fabricfit.dev/"
 #: fabricfit's native tiers as Kueue levels, highest first (hostname must be the lowest).
 NATIVE_LEVELS = (
@@ -36,44 +66,7 @@ def domain_of(labels: Mapping[str, str], level: str) -> tuple[str, ...]:
 
 
 def topology(name: str, levels: Sequence[str] = NATIVE_LEVELS) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Topology",
-        "metadata": {"name": name},
-        "spec": {"levels": [{"nodeLabel": level} for level in levels]},
-    }
-
-
-def resource_flavor(
-    name: str, node_labels: Mapping[str, str], topology_name: str | None = None
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeLabels": dict(node_labels)}
-    if topology_name is not None:
-        spec["topologyName"] = topology_name
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor",
-            "metadata": {"name": name}, "spec": spec}  # fmt: skip
-
-
-def cluster_queue(
-    name: str, flavor: str, gpus: int, admission_checks: Sequence[str] = ()
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [{
-            "coveredResources": ["nvidia.com/gpu"],
-            "flavors": [{"name": flavor,
-                         "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}],
-        }],
-    }  # fmt: skip
-    if admission_checks:
-        spec["admissionChecks"] = list(admission_checks)
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue",
-            "metadata": {"name": name}, "spec": spec}  # fmt: skip
-
-
-def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue",
-            "metadata": {"name": name}, "spec": {"clusterQueue": cluster_queue_name}}  # fmt: skip
+    return kueueobjects.topology(name, levels)
 
 
 @contextmanager
@@ -109,11 +102,7 @@ def queues(
 def workload_of(custom: Any, namespace: str, owner_uid: str) -> dict[str, Any] | None:
     """The Workload Kueue made for the object with ``owner_uid`` (a Job, JobSet, ...), if any."""
     listing = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")
-    for wl in listing.get("items", []):
-        owners = wl["metadata"].get("ownerReferences") or []
-        if any(o.get("uid") == owner_uid for o in owners):
-            return dict(wl)
-    return None
+    return owned_workload(listing.get("items", []), owner_uid)
 
 
 def wait_admitted(
@@ -121,35 +110,6 @@ def wait_admitted(
 ) -> dict[str, Any]:
     def admitted() -> dict[str, Any] | None:
         wl = workload_of(custom, namespace, owner_uid)
-        conditions = ((wl or {}).get("status") or {}).get("conditions") or []
-        ok = any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions)
-        return wl if ok else None
+        return wl if wl is not None and is_admitted(wl) else None
 
     return wait_for(admitted, timeout_seconds=timeout, what="Kueue to admit the workload")
-
-
-def assignment_counts(assignment: Mapping[str, Any]) -> dict[tuple[str, ...], int]:
-    """Pods per domain of a v1beta2 (compressed) TopologyAssignment, keyed by its level values."""
-    counts: Counter[tuple[str, ...]] = Counter()
-    for piece in assignment.get("slices") or []:
-        n = int(piece["domainCount"])
-        columns = [_level_values(v, n) for v in piece["valuesPerLevel"]]
-        pods = piece["podCounts"]
-        per = pods["individual"] if "individual" in pods else [pods["universal"]] * n
-        for i in range(n):
-            counts[tuple(column[i] for column in columns)] += int(per[i])
-    return dict(counts)
-
-
-def _level_values(values: Mapping[str, Any], count: int) -> list[str]:
-    if "universal" in values:
-        return [str(values["universal"])] * count
-    individual = values["individual"]
-    prefix, suffix = individual.get("prefix") or "", individual.get("suffix") or ""
-    return [f"{prefix}{root}{suffix}" for root in individual["roots"]]
-
-
-def podset_assignments(workload: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """PodSet name -> its assignment in ``status.admission``."""
-    admission = (workload.get("status") or {}).get("admission") or {}
-    return {a["name"]: dict(a) for a in admission.get("podSetAssignments") or []}
