@@ -4,8 +4,9 @@ Builds (or reuses) the control-plane binaries, starts (or reuses) the local cont
 creates fake DGX nodes with topology labels and other tenants' pods, applies the CRDs, starts
 the operator, submits training jobs with their TrainingTopologies, waits until kube-scheduler has
 bound every pod, then prints per job where its pods run and what the cost model predicts for
-that placement against the lower bound and a naive spread, and writes one SVG of every job's
-placement. The cluster keeps running; ``make demo-down`` stops it (operator included).
+that placement against the lower bound and Kueue TAS (its BestFit, emulated: the demo cluster
+runs no Kueue), and writes one SVG of every job's placement. The cluster keeps running;
+``make demo-down`` stops it (operator included).
 Options are environment variables: see ``python -m demo --help`` (or ``demo/options.py``).
 """
 
@@ -26,11 +27,12 @@ from devcluster.processes import ClusterError
 from fabricfit.api.models import TrainingTopologySpec
 
 STEPS = 9
-NAIVE_NOTE = (
+PEER_NOTE = (
     "Per job: where kube-scheduler bound each pod (fabricfit pinned them), and the step\n"
-    "communication the cost model predicts for it, next to a naive spread of the same job on\n"
-    "the same free GPUs (pod k on the k-th rail group in turn, least allocated node first, as a\n"
-    "topology-blind scheduler spreads pods) priced by the same model."
+    "communication the cost model predicts for it, next to what Kueue TAS would do with the same\n"
+    "job on the same free GPUs, priced by the same model. Kueue is emulated (its BestFit,\n"
+    "preferred at the rail-group level, ranks in lexicographic order; this cluster runs no\n"
+    "Kueue); make bench-kueue compares against a real Kueue."
 )
 
 
@@ -112,7 +114,7 @@ def run(options: Options, progress: Progress) -> int:
     progress.step("reading the cluster back and pricing each placement")
     views = build_views(clients, jobs, statuses)
     print()
-    print(NAIVE_NOTE)
+    print(PEER_NOTE)
     print()
     for job, view in zip(jobs, views, strict=True):
         print("\n".join(report.job_lines(job, view)))

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from devcluster import fakenodes
 
 # The demo simulates 8-GPU, 8-NIC nodes, one NVLink domain per node.
-FABRICS = ("dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200")
+FABRICS = (
+    "dgx-a100",
+    "dgx-h100",
+    "dgx-h200",
+    "dgx-b200",
+    "h100-leaf-spine-2to1",
+    "h100-rail-only",
+)
 JOB_SETS = ("auto", "standard", "small")
 
 HELP = """\
@@ -22,8 +29,8 @@ Options (environment variables; make passes them through, e.g. FABRICFIT_DEMO_SC
   FABRICFIT_DEMO_RACK_SIZE     nodes per rack (default 4)
   FABRICFIT_DEMO_SCHEME        node label scheme: native, topograph, gke, eks, oke, coreweave
                                (default native)
-  FABRICFIT_DEMO_FABRIC        fabric preset: dgx-a100, dgx-h100, dgx-h200, dgx-b200
-                               (default dgx-h100)
+  FABRICFIT_DEMO_FABRIC        fabric preset: dgx-a100, dgx-h100, dgx-h200, dgx-b200 (full
+                               bisection), h100-leaf-spine-2to1, h100-rail-only (default dgx-h100)
   FABRICFIT_DEMO_TENANT_SHARE  share of GPUs already taken by other tenants' pods, 0 to 0.9
                                (default 0.3)
   FABRICFIT_DEMO_SEED          seed of the tenants' pseudo-random layout (default 7)

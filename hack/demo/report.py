@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
-from demo.baseline import JobView
+from demo.baseline import PEER, JobView
 from demo.workloads import DemoJob
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement import PlacementDecision
@@ -22,6 +22,7 @@ INDENT = "  "
 PANEL_GAP_PX = 16
 HEADER_PX = 58
 REPRICE_TOLERANCE = 0.01
+TIE_TOLERANCE = 0.005  # within 0.5 %: a tie, said as one
 
 
 def _short(place_id: str | None) -> str:
@@ -35,7 +36,7 @@ def rail_groups_used(decision: PlacementDecision, snapshot: ClusterSnapshot) -> 
 
 
 def job_lines(job: DemoJob, view: JobView) -> list[str]:
-    planned, naive, snapshot = view.planned, view.naive, view.snapshot
+    planned, peer, snapshot = view.planned, view.peer, view.snapshot
     lines = [
         f"job {job.name}: {job.kind}, {job.shape}, {job.world_size} GPUs in {job.pods} pods "
         f"(fabric {planned.fabric})",
@@ -48,9 +49,9 @@ def job_lines(job: DemoJob, view: JobView) -> list[str]:
             f"{_short(place.rail_group):<11} {_short(place.rack)}"
         )
     lines.append(f"{INDENT}rail groups used: {rail_groups_used(planned, snapshot)}")
-    if naive is not None:
-        lines.append(f"{INDENT}naive spread would use: {rail_groups_used(naive, snapshot)}")
-    lines.extend(_times(planned, naive))
+    if peer is not None:
+        lines.append(f"{INDENT}{PEER} would use: {rail_groups_used(peer, snapshot)}")
+    lines.extend(_times(planned, peer))
     reported = planned.predicted.step_comm_seconds if planned.predicted else 0.0
     if abs(view.repriced.step_comm_seconds - reported) > REPRICE_TOLERANCE * reported:
         lines.append(
@@ -65,26 +66,26 @@ def summary_lines(jobs: Sequence[DemoJob], views: Sequence[JobView]) -> list[str
     """One row per job: the headline numbers of the tables above."""
     lines = [
         f"{'job':<20} {'shape':<16} {'pods':>4} {'fabricfit':>10} {'lower bound':>12} "
-        f"{'naive spread':>13} {'ratio':>6}"
+        f"{PEER:>13} {'ratio':>6}"
     ]
     for job, view in zip(jobs, views, strict=True):
         mine = view.planned.predicted.step_comm_seconds if view.planned.predicted else 0.0
         lower = view.planned.lower_bound.step_comm_seconds if view.planned.lower_bound else 0.0
-        naive, ratio = "n/a", ""
-        if view.naive is not None and view.naive.predicted is not None and mine > 0:
-            theirs = view.naive.predicted.step_comm_seconds
-            naive, ratio = format_seconds(theirs), f"{theirs / mine:.2f}×"
+        peer, ratio = "n/a", ""
+        if view.peer is not None and view.peer.predicted is not None and mine > 0:
+            theirs = view.peer.predicted.step_comm_seconds
+            peer, ratio = format_seconds(theirs), f"{theirs / mine:.2f}×"
         lines.append(
             f"{job.name:<20} {job.shape:<16} {job.pods:>4} {format_seconds(mine):>10} "
-            f"{format_seconds(lower):>12} {naive:>13} {ratio:>6}"
+            f"{format_seconds(lower):>12} {peer:>13} {ratio:>6}"
         )
     return lines
 
 
-def _times(planned: PlacementDecision, naive: PlacementDecision | None) -> list[str]:
+def _times(planned: PlacementDecision, peer: PlacementDecision | None) -> list[str]:
     assert planned.predicted is not None
-    mine, theirs = planned.predicted, naive.predicted if naive is not None else None
-    lines = [f"{INDENT}step communication   {'fabricfit':>12} {'naive spread':>13}"]
+    mine, theirs = planned.predicted, peer.predicted if peer is not None else None
+    lines = [f"{INDENT}step communication   {'fabricfit':>12} {PEER:>13}"]
     for kind in GROUP_KINDS:
         a = mine.by_dimension.get(kind, 0.0)
         b = theirs.by_dimension.get(kind, 0.0) if theirs is not None else 0.0
@@ -96,11 +97,13 @@ def _times(planned: PlacementDecision, naive: PlacementDecision | None) -> list[
         f"{_fmt(total, theirs):>13}"
     )
     lower = planned.lower_bound.step_comm_seconds if planned.lower_bound is not None else 0.0
-    verdict = (
-        f"naive spread is {total / mine.step_comm_seconds:.2f}× the communication time"
-        if theirs is not None and mine.step_comm_seconds > 0
-        else "naive spread: the free nodes cannot hold the job"
-    )
+    if theirs is None or mine.step_comm_seconds <= 0:
+        verdict = f"{PEER}: the free GPUs cannot hold the job"
+    elif total <= mine.step_comm_seconds * (1 + TIE_TOLERANCE):
+        ratio = total / mine.step_comm_seconds
+        verdict = f"{PEER} ties ({ratio:.2f}×): no gain from fabricfit here"
+    else:
+        verdict = f"{PEER} is {total / mine.step_comm_seconds:.2f}× the communication time"
     lines.append(
         f"{INDENT}lower bound {format_seconds(lower)}; fabricfit reaches "
         f"{planned.efficiency:.1%} of it; {verdict}"
@@ -115,8 +118,8 @@ def _fmt(seconds: float, times: object) -> str:
 def panel_title(job: DemoJob, view: JobView) -> str:
     assert view.planned.predicted is not None
     title = f"{job.name} · {job.shape} · {format_seconds(view.planned.predicted.step_comm_seconds)}"
-    if view.naive is not None and view.naive.predicted is not None:
-        title += f" (naive spread {format_seconds(view.naive.predicted.step_comm_seconds)})"
+    if view.peer is not None and view.peer.predicted is not None:
+        title += f" ({PEER} {format_seconds(view.peer.predicted.step_comm_seconds)})"
     return title
 
 
