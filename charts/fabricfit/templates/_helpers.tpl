@@ -61,7 +61,9 @@ RBAC rules on the namespaced resources the operator watches and changes. Exactly
 code uses: kopf lists and watches TrainingTopologies, pods; kopf patches TrainingTopologies
 (finalizer, progress annotations) and the operator patches their status; the operator reads a
 TrainingTopology when a gated pod appears (get), patches pods (pin, ungate, label), reads and
-patches the workloads (get, patch), and kopf posts Events (create).
+patches the workloads (get, patch), creates, reads and deletes the ComputeDomains of jobs that
+span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), and kopf posts Events
+(create).
 */}}
 {{- define "fabricfit.namespacedRules" -}}
 - apiGroups: ["fabricfit.dev"]
@@ -85,6 +87,9 @@ patches the workloads (get, patch), and kopf posts Events (create).
 - apiGroups: ["leaderworkerset.x-k8s.io"]
   resources: ["leaderworkersets"]
   verbs: ["get", "patch"]
+- apiGroups: ["resource.nvidia.com"]
+  resources: ["computedomains"]
+  verbs: ["get", "create", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -25,6 +25,8 @@ class ConditionType(StrEnum):
     PLACED = "Placed"
     DEGRADED = "Degraded"
     TOPOLOGY_DETECTED = "TopologyDetected"
+    # Multi-node NVLink (GB200 NVL72): the job's ComputeDomain and its pods' channel claim.
+    COMPUTE_DOMAIN = "ComputeDomain"
 
 
 class Severity(StrEnum):
@@ -40,6 +42,7 @@ _PLANNED = ConditionType.PLANNED
 _PLACED = ConditionType.PLACED
 _DEGRADED = ConditionType.DEGRADED
 _TOPOLOGY = ConditionType.TOPOLOGY_DETECTED
+_DOMAIN = ConditionType.COMPUTE_DOMAIN
 
 
 class Reason(StrEnum):
@@ -93,6 +96,12 @@ class Reason(StrEnum):
     # TopologyDetected: whether the label scheme finds any fabric tier (else plans are flat)
     TIERS_FOUND = ("TiersFound", _TOPOLOGY, "True", _NORMAL)
     NO_TOPOLOGY_LABELS = ("NoTopologyLabels", _TOPOLOGY, "False", _WARN)
+    # ComputeDomain: set only for plans whose groups span trays of one NVLink domain
+    COMPUTE_DOMAIN_CREATED = ("ComputeDomainCreated", _DOMAIN, "True", _NORMAL)
+    COMPUTE_DOMAIN_UNAVAILABLE = ("ComputeDomainUnavailable", _DOMAIN, "False", _WARN)
+    COMPUTE_DOMAIN_REFUSED = ("ComputeDomainRefused", _DOMAIN, "False", _WARN)
+    CHANNEL_CLAIM_MISSING = ("ChannelClaimMissing", _DOMAIN, "False", _WARN)
+    CHANNEL_NODE_SHARED = ("ChannelNodeShared", _DOMAIN, "False", _WARN)
 
 
 #: Reasons of ``Planned=False`` that mean "fix the spec" (summary Invalid); any other reason

@@ -77,7 +77,7 @@ class Condition(StatusModel):
     type: str = Field(
         max_length=316,
         pattern=CONDITION_TYPE_PATTERN,
-        description="Planned, Placed, Degraded or TopologyDetected.",
+        description="Planned, Placed, Degraded, TopologyDetected or ComputeDomain.",
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
@@ -193,6 +193,30 @@ class GpuAllocation(StatusModel):
     )
 
 
+ComputeDomainState = Literal["Ready", "NotReady", "Pending", "Unavailable", "Refused"]
+
+
+class ComputeDomainReport(StatusModel):
+    """The ComputeDomain (NVIDIA DRA driver, ``resource.nvidia.com``) a plan whose groups span
+    trays of one NVLink domain needs, and whether the pods claim its channel."""
+
+    name: str = Field(min_length=1, max_length=253, description="ComputeDomain name.")
+    num_nodes: int = Field(ge=1, le=MAX_PODS, description="Nodes of the job (spec.numNodes).")
+    channel_template: str = Field(
+        min_length=1, max_length=253, description="ResourceClaimTemplate of its IMEX channel."
+    )
+    state: ComputeDomainState = Field(
+        description=(
+            "Ready/NotReady as the driver reports it, Pending before it does, Unavailable when "
+            "the ComputeDomain CRD is not installed, Refused when the API server refused it."
+        )
+    )
+    claimed: bool = Field(description="Whether the rank template claims the channel template.")
+    groups: str = Field(
+        default="", max_length=256, description="The groups that span trays, in words."
+    )
+
+
 class TrainingTopologyStatus(StatusModel):
     """Status of a TrainingTopology: conditions, the plan, its reservation and prediction."""
 
@@ -203,7 +227,7 @@ class TrainingTopologyStatus(StatusModel):
         default=(),
         max_length=MAX_CONDITIONS,
         json_schema_extra=_map_list("type"),
-        description="Planned, Placed, Degraded and TopologyDetected.",
+        description="Planned, Placed, Degraded, TopologyDetected and ComputeDomain.",
     )
     summary: Summary = Field(
         default="Pending", description="Pending, Planned, Placed, Degraded, Invalid or Waiting."
@@ -273,6 +297,9 @@ class TrainingTopologyStatus(StatusModel):
         default=None, max_length=512, description="Why that fabric profile was chosen."
     )
     label_scheme: str | None = Field(default=None, max_length=63, description="Label scheme used.")
+    compute_domain: ComputeDomainReport | None = Field(
+        default=None, description="The plan's ComputeDomain (multi-node NVLink), when it needs one."
+    )
     planned_at: str | None = Field(
         default=None,
         max_length=64,

@@ -226,6 +226,7 @@ def resource_of(path: str) -> str:
         "pytorchjobs",
         "leaderworkersets",
         "namespaces",
+        "computedomains",
     }
     for i, part in enumerate(parts):
         if part == "namespaces" and len(parts) > i + 2:

@@ -25,7 +25,7 @@ from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.kube.rest import ApiError, path_for
 from fabricfit.kube.workloads import patch_pod, read_workload
-from fabricfit.reconcile import planning, service
+from fabricfit.reconcile import computedomain, planning, service
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kinds import kind_named, pod_index
@@ -116,12 +116,14 @@ async def read_topology(state: OperatorState, namespace: str, name: str) -> dict
 
 
 async def release(body: Mapping[str, Any], state: OperatorState, views_of: ViewsOf) -> None:
-    """On deletion: drop the reservation and ungate pods still gated. The workload is kept."""
+    """On deletion: drop the reservation, delete our ComputeDomain and ungate pods still gated.
+    The workload is kept."""
     key = service.key_of(body)
     async with state.lock_for(key):
         state.ledger.forget(key)
         state.infeasible.pop(key, None)
         state.refusals.pop(key, None)
+        await computedomain.release(state.rest, *key)
         for pod in await _pods_to_release(body, key, state, views_of):
             if not is_gated(pod):
                 continue

@@ -11,12 +11,14 @@ cluster one step closer to the plan:
    made and reserved, so a workload created later finds its GPUs held);
 3. plan, unless a plan for this generation exists or pods are already pinned (a running job is
    never moved); the reservation is written to status before anything else happens;
-4. apply the plan to the workload for the placement mode, pin gated pods, and re-place pods
+4. create the plan's ComputeDomain when its groups span trays of one NVLink domain (GB200
+   NVL72), before the workload is released (:mod:`~fabricfit.reconcile.computedomain`);
+5. apply the plan to the workload for the placement mode, pin gated pods, and re-place pods
    whose planned node became unusable (recreated pods with a reused index);
-5. derive ``Placed`` (every pod bound to its planned node) and ``Degraded`` (a planned node is
+6. derive ``Placed`` (every pod bound to its planned node) and ``Degraded`` (a planned node is
    NotReady, cordoned or gone) and write status when anything changed.
 
-Steps 3 and 4 are split into a pure *decide* (:func:`decide_plan`: keep, re-check or re-plan;
+Steps 3 and 5 are split into a pure *decide* (:func:`decide_plan`: keep, re-check or re-plan;
 :func:`decide_intent`: what the workload's templates must say) and an *apply* (planning under
 the lock, :mod:`~fabricfit.reconcile.applying`). Every step reads one frozen
 :class:`~fabricfit.reconcile.context.Run` (and, once the workload is read, a
@@ -42,7 +44,7 @@ from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
-from fabricfit.reconcile import applying, evaluation, planning
+from fabricfit.reconcile import applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.detected import set_topology_condition
@@ -189,6 +191,8 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
             Reason.WORKLOAD_NOT_FOUND, f"waiting for {ref.kind} {ref.name or ref.pod_selector}"
         )
         raise _StopError
+    uid = str((body.get("metadata") or {}).get("uid") or "")
+    await computedomain.settle_compute_domain(run, target, plan, snapshot, uid)
     intent = decide_intent(target, plan, snapshot, scheme)
     state = run.state
     retry_after = state.config.resync_seconds * applying.REFUSAL_RETRY_FRACTION

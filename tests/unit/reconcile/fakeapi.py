@@ -1,9 +1,10 @@
 """An in-memory stand-in for the API server behind ``kube.rest.Rest``, for shell unit tests.
 
-Objects live under their API paths; GET, LIST (with a label selector), merge patches and JSON
-patches behave like the API server's for what the operator sends, and every write bumps the
-``resourceVersion``. ``fail`` makes the next write to a path fail with an ``ApiError``;
-``refuse`` makes every write to a path fail (a webhook or validation that keeps saying no).
+Objects live under their API paths; GET, LIST (with a label selector), create, delete, merge
+patches and JSON patches behave like the API server's for what the operator sends, and every
+write bumps the ``resourceVersion``. ``fail`` makes the next write to a path fail with an
+``ApiError``; ``refuse`` makes every write to a path fail (a webhook or validation that keeps
+saying no).
 """
 
 from __future__ import annotations
@@ -80,6 +81,24 @@ class FakeApi:
             updated = merge(current, body)
         self.put(target, updated)
         return copy.deepcopy(self.objects[target])
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.writes.append((path, "create", copy.deepcopy(body)))
+        if path in self.refuse:
+            raise self.refuse[path]
+        target = f"{path}/{body['metadata']['name']}"
+        if target in self.objects:
+            raise ApiError(409, "AlreadyExists", f"{target} already exists")
+        self.put(target, body)
+        return copy.deepcopy(self.objects[target])
+
+    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        """DELETE only (the other verbs have their own methods)."""
+        assert method == "DELETE", method
+        self.writes.append((path, "delete", None))
+        if self.objects.pop(path, None) is None:
+            raise ApiError(404, "NotFound", f"{path} not found")
+        return {}
 
     async def close(self) -> None:
         return None
