@@ -9,7 +9,8 @@ predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted
 calibration rows; ``--write-presets`` writes those fitted numbers into
 ``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made; the
 fit starts from the values in the file, so running it again only refines them slightly).
-dgx-h200 is fitted on the dgx-h100 rows too (same NVLink4/NVSwitch and NICs).
+dgx-h200 is fitted on the dgx-h100 rows too (same NVLink4/NVSwitch and NICs); the tapered H100
+presets (h100-leaf-spine-2to1, h100-rail-only) take dgx-h100's fitted numbers as they are.
 
 Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]``
 """
@@ -32,6 +33,9 @@ PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
 # Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
 ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
+# Presets that are another preset's hardware below the leaf: they take its fitted numbers as they
+# are (only the oversubscription above the leaf differs), so they are copied, not refitted.
+COPY_FITTED_FROM = {"h100-leaf-spine-2to1": "dgx-h100", "h100-rail-only": "dgx-h100"}
 
 
 def _read(relative: str) -> str:
@@ -97,6 +101,29 @@ def write_presets(results: dict[str, FitResult]) -> None:
         print(f"wrote {path.relative_to(ROOT)}")
 
 
+def copy_fitted(results: dict[str, FitResult]) -> None:
+    """Write the source preset's fitted values into the presets of COPY_FITTED_FROM, keeping
+    their comments (a field they do not list yet is added, saying where it comes from)."""
+    for fabric, origin in COPY_FITTED_FROM.items():
+        if origin not in results:
+            continue
+        fitted = results[origin].profile
+        path = PRESET_DIR / f"{fabric}.yaml"
+        text = path.read_text(encoding="utf-8")
+        for name in fittable_fields(fitted):
+            value = getattr(fitted, name)
+            line = re.compile(rf"^{name}:[ ]*[^#\n]*?(?P<pad>[ ]*)(?P<comment>#.*)?$", re.M)
+            found = line.search(text)
+            if found:
+                new = _line(name, value, found.group("comment"))
+                text = text[: found.start()] + new + text[found.end() :]
+            else:
+                new = _line(name, value, f"# as {origin} (fitted there)")
+                text = text.replace("\nsources:", f"\n{new}\nsources:", 1)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)} (fitted numbers of {origin})")
+
+
 def _line(name: str, value: float, comment: str | None) -> str:
     return f"{name + ': ' + str(value):<29} {comment or ''}".rstrip()
 
@@ -122,6 +149,7 @@ def main(argv: list[str]) -> int:
         print_fits(results)
         if "--write-presets" in argv:
             write_presets(results)
+            copy_fitted(results)
     return 0 if all(b.meets_targets() for b in bands) else 1
 
 

@@ -51,6 +51,7 @@ FITTABLE: dict[str, tuple[float, float, bool]] = {
     "net_hop_latency_us": (0.1, 100.0, True),
     "nvls_latency_us": (1.0, 200.0, True),
     "pipeline_fill_loops": (0.0, 40.0, False),
+    "stage_fill_loops": (0.0, 8.0, False),
     "alltoall_efficiency": (0.1, 1.0, True),
     "alltoall_decay": (0.0, 2.0, False),
 }

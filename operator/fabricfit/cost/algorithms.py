@@ -16,10 +16,13 @@ bandwidth of the tiers the group crosses:
   (``perChMaxTreeBws``), ×0.5 bus→alg, × ``treeCorrectionFactor`` for the size — so a 2–3-domain
   tree is chosen only when the NICs per channel are slower than the cap (D1). Once chosen (or
   forced) it is priced at what it really moves: the tier's rate / the edges of the busiest
-  domain (``tree_edges``; nccl#1801 measured tree 1.2× ring on 3 domains);
+  domain (``tree_edges``; nccl#1801 measured tree 1.2× ring on 3 domains), plus a pipeline
+  fill of ``stage_fill_loops`` loops per stage (``nccl.tree_stages``, up and down);
 * nvls (AR, RS, AG inside one domain with NVLink SHARP) and nvls-tree (AR across domains):
   in-switch reduction, with a pipeline-fill efficiency from NCCL's channel × head × chunk split
-  (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau;
+  (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
+  loops follow NCCL's NVLS-tree chunk rule and d grows by ``stage_fill_loops`` per tree level
+  a chunk climbs and descends between domains (2·⌈log2 domains⌉);
 * pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
   over NVLink, the rest over every rank's NIC at the profile's all-to-all efficiency, which
@@ -179,14 +182,17 @@ def tree_allreduce(
         if shape.max_per_domain > 1 and chain < alg:
             alg, tier = chain, "nvlink"
         transfer = size / (alg * nccl.tree_correction(size, proto) * GB)
+        loop = nccl.tree_loop_bytes(size, shape, t.channels, proto)
+        stages = 2 * nccl.tree_stages(shape)
+        transfer += _fill_s(size, transfer, profile.stage_fill_loops * stages, loop)
         out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier))
     return out
 
 
-def _fill_s(size: int, transfer_s: float, profile: FabricProfile, loop_bytes: int) -> float:
+def _fill_s(size: int, transfer_s: float, loops: float, loop_bytes: float) -> float:
     """Pipeline fill: L = size/loop loops run at L/(L + d) of the plateau, i.e. d loops' worth
     of extra time at the call's own rate; a call smaller than one loop fills only itself."""
-    return profile.pipeline_fill_loops * min(loop_bytes, size) / size * transfer_s
+    return loops * min(loop_bytes, size) / size * transfer_s
 
 
 def nvls(
@@ -200,7 +206,7 @@ def nvls(
         return []
     transfer = size / (nccl.nvls_algbw_gb_per_s(m, profile) * GB)
     loop = nccl.nvls_loop_bytes(size, nccl.nvls_channels(profile, False), min(m, 32))
-    fill = _fill_s(size, transfer, profile, loop)
+    fill = _fill_s(size, transfer, profile.pipeline_fill_loops, loop)
     return [Candidate("nvls", "Simple", profile.nvls_latency_us * US, transfer + fill, "nvlink")]
 
 
@@ -222,11 +228,13 @@ def nvls_tree_allreduce(
     transfer = max(intra_s, inter_s)
     if profile.arch == "blackwell" and profile.gpus_per_nvlink_domain == profile.gpus_per_node:
         transfer /= nccl.tree_correction(size, SIMPLE)  # x86 Blackwell (tuning.cc:645)
-    loop = nccl.nvls_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS))
+    loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS))
+    # fill: NVLS inside the domain, then one stage per tree level up and down between domains
+    loops = profile.pipeline_fill_loops + profile.stage_fill_loops * 2 * nccl.log2_domains(shape)
     inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us
     lat = profile.nvls_latency_us + t.net_base_us + 2 * nccl.log2_domains(shape) * inter_hop
     bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
-    seconds = transfer + _fill_s(size, transfer, profile, loop)
+    seconds = transfer + _fill_s(size, transfer, loops, loop)
     return [Candidate("nvls-tree", "Simple", lat * US, seconds, bottleneck)]
 
 

@@ -105,6 +105,14 @@ PAT_FACTOR: Final = 0.75
 NVLS_MAX_HEADS: Final = 32
 NVLS_CHUNK_BYTES: Final = 128 << 10
 NVLS_CHUNK_STEPS: Final = (64, 8, 2)  # halve the chunk while bytes < k × ops × chunk
+# NVLS-tree (enqueue.cc): 128 KiB chunk, 64 KiB below 4 × ops × chunk, 32 KiB below 1 × ops.
+NVLS_TREE_CHUNK_STEPS: Final = (4, 1)
+# Tree chunks (enqueue.cc): one step of the protocol's buffer (NCCL_STEPS = 8) — Simple 4 MiB,
+# LL128 120 elements × 640 threads × 8 steps × 8 B with 15/16 of each line data, LL 512 KiB / 2.
+TREE_CHUNK_BYTES: Final = (32 << 10, 576_000, 512 << 10)
+# Tree LL128 halves its chunk while bytes / (channels·chunk) < steps·k / ppn, with
+# steps = 1 + log2(nodes) + 0.1·ppn (enqueue.cc), down to 128 KiB (k = 64), then 32 KiB (k = 16).
+TREE_LL128_SHRINK: Final = ((64, 128 << 10), (16, 32 << 10))
 
 
 def nvls_channels(profile: FabricProfile, multi_domain: bool) -> int:
@@ -132,6 +140,36 @@ def nvls_loop_bytes(size: int, channels: int, heads: int) -> int:
         if size < k * ops * chunk:
             chunk //= 2
     return ops * chunk
+
+
+def nvls_tree_loop_bytes(size: int, channels: int, heads: int) -> int:
+    """Bytes NVLS-tree moves per loop, after NCCL's NVLS-tree chunk shrinking."""
+    ops = channels * heads
+    chunk = NVLS_CHUNK_BYTES
+    for k in NVLS_TREE_CHUNK_STEPS:
+        if size < k * ops * chunk:
+            chunk //= 2
+    return ops * chunk
+
+
+def tree_stages(shape: GroupShape) -> float:
+    """Pipeline stages of NCCL's tree in one direction, weighted as NCCL weighs them when it
+    sizes tree chunks (enqueue.cc: 1 + log2(nodes) + 0.1·ppn, the 1 being the call itself):
+    one per binary-tree level between domains, a tenth per rank chained inside a domain."""
+    return float(log2_floor(shape.domains)) + 0.1 * shape.max_per_domain
+
+
+def tree_loop_bytes(size: int, shape: GroupShape, channels: float, proto: int) -> float:
+    """Bytes the tree moves per loop: channels × chunk, LL128 chunks shrunk as NCCL does."""
+    chunk = TREE_CHUNK_BYTES[proto]
+    ch = max(channels, 1.0)
+    if proto == LL128:
+        ppn = shape.max_per_domain
+        steps = 1 + tree_stages(shape)
+        for k, floor in TREE_LL128_SHRINK:
+            while size / (ch * chunk) < steps * k / ppn and chunk > floor:
+                chunk //= 2
+    return ch * chunk
 
 
 def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
@@ -271,6 +309,10 @@ def ring_latency_us(
         return base + steps * intra
     inter = NET_US["ring"][proto] * t.net_scale + t.spine_us
     return base + t.net_base_us + steps * max(intra, inter)
+
+
+def log2_floor(n: int) -> int:
+    return n.bit_length() - 1 if n > 0 else 0
 
 
 def log2_domains(shape: GroupShape) -> int:

@@ -16,6 +16,7 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
 * optional wall-time latencies fitted per tier (``base_latency_us`` per call inside a domain,
   ``net_base_latency_us`` added when the call crosses NICs, ``nvls_latency_us`` for NVLink SHARP)
   next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``)
+  and of each tree / NVLS-tree stage between domains (``stage_fill_loops``)
   and the cross-domain all-to-all efficiency and its decay with domain count
   (``alltoall_efficiency``, ``alltoall_decay``), and the host's launch time per GPU
   (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
@@ -104,6 +105,9 @@ class FabricProfile:
     nvls_latency_us: float = 25.0
     # NVLS pipeline fill: efficiency L/(L + d) with L = bytes / (channels·heads·chunk) loops.
     pipeline_fill_loops: float = 4.0
+    # Tree / NVLS-tree pipeline fill per stage a chunk crosses between domains (tree levels up
+    # and down, and the chain inside a domain for the classic tree), in loops of the call.
+    stage_fill_loops: float = 1.0
     # Host time to launch one GPU's share of a call. Not part of any collective's time (one
     # process per GPU hides it); it bounds runs where one thread drives G GPUs (nccl-tests
     # -g G: back-to-back calls take at least G launches each). 0 = unknown.
@@ -149,6 +153,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "net_base_latency_us": (0.0, 10_000.0),
         "nvls_latency_us": (0.0, 10_000.0),
         "pipeline_fill_loops": (0.0, 1_000.0),
+        "stage_fill_loops": (0.0, 1_000.0),
         "launch_us_per_gpu": (0.0, 1_000.0),
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
