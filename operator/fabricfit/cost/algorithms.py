@@ -35,6 +35,7 @@ bandwidth of the tiers the group crosses:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from fabricfit.cost import nccl
@@ -67,19 +68,23 @@ def _ring_bw(bus: float, t: Tiers, proto: int, arch: str) -> float:
     return bw
 
 
+@dataclass(frozen=True, slots=True)
+class RingSteps:
+    """A ring's schedule: ``steps`` steps of which ``inter`` cross domains, the collective's
+    busbw ``factor``, and whether it is an all-reduce (NCCL's multi-node Simple factor)."""
+
+    steps: int
+    inter: int
+    factor: float
+    allreduce: bool = False
+
+
 def ring(
-    size: int,
-    shape: GroupShape,
-    profile: FabricProfile,
-    t: Tiers,
-    steps: int,
-    inter: int,
-    factor: float,
-    *,
-    allreduce: bool = False,
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, schedule: RingSteps
 ) -> list[Candidate]:
-    """Ring with ``steps`` steps of which ``inter`` cross domains; ``factor`` = busbw factor."""
+    """Ring candidates, one per protocol, for the ``schedule`` given."""
     multi = shape.multi_domain
+    steps, inter, factor = schedule.steps, schedule.inter, schedule.factor
     out = []
     for proto in t.protocols:
         lat = nccl.ring_latency_us(multi, t, steps, inter, proto)
@@ -87,7 +92,7 @@ def ring(
         if (
             proto == SIMPLE
             and multi
-            and allreduce
+            and schedule.allreduce
             and size >= 64 * shape.ranks * max(t.channels, 1)
         ):
             lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR

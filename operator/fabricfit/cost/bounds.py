@@ -181,6 +181,7 @@ def step_lower_bound(
     profile: FabricProfile,
     gpus_per_pod: int,
     groups: Mapping[str, Sequence[Sequence[int]]],
+    *,
     hardware: Hardware | None = None,
 ) -> StepCommEstimate:
     """Best step communication any placement of this job could reach: ``groups`` are the rank

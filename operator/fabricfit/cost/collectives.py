@@ -88,6 +88,7 @@ def _gpu_candidates(
     size: int,
     shape: GroupShape,
     profile: FabricProfile,
+    *,
     load: float,
     algorithm: str,
 ) -> list[Candidate]:
@@ -97,7 +98,13 @@ def _gpu_candidates(
     t = nccl.tiers(shape, profile, load)
     if collective is Collective.ALL_REDUCE:
         found = [
-            *alg.ring(size, shape, profile, t, 2 * (n - 1), 2 * (d - 1), factor, allreduce=True),
+            *alg.ring(
+                size,
+                shape,
+                profile,
+                t,
+                alg.RingSteps(2 * (n - 1), 2 * (d - 1), factor, allreduce=True),
+            ),
             *alg.tree_allreduce(size, shape, profile, t, auto=algorithm == "auto"),
             *alg.nvls(size, shape, profile, t, factor),
             *alg.nvls_tree_allreduce(size, shape, profile, t),
@@ -107,7 +114,7 @@ def _gpu_candidates(
         return found
     if collective in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER):
         return [
-            *alg.ring(size, shape, profile, t, n - 1, d - 1, factor),
+            *alg.ring(size, shape, profile, t, alg.RingSteps(n - 1, d - 1, factor)),
             *alg.pat(size, shape, t),
             *alg.nvls(size, shape, profile, t, factor),
         ]
@@ -115,7 +122,7 @@ def _gpu_candidates(
         return alg.pairwise_alltoall(size, shape, profile, t)
     if collective is Collective.SEND_RECV:
         return alg.send_recv(size, shape, profile, t)
-    return alg.ring(size, shape, profile, t, n - 1, d - 1, factor)
+    return alg.ring(size, shape, profile, t, alg.RingSteps(n - 1, d - 1, factor))
 
 
 def _pick(
@@ -138,6 +145,7 @@ def _estimate(
     size: int,
     shape: GroupShape,
     profile: FabricProfile,
+    *,
     algorithm: str,
     load: float,
 ) -> CollectiveEstimate:
@@ -148,7 +156,9 @@ def _estimate(
     if profile.torus is not None:
         candidates = torus_candidates(collective.value, size, shape, profile, load)
     else:
-        candidates = _gpu_candidates(collective, size, shape, profile, load, algorithm)
+        candidates = _gpu_candidates(
+            collective, size, shape, profile, load=load, algorithm=algorithm
+        )
     best = _pick(candidates, algorithm, collective, profile)
     algbw = size / best.seconds / 1e9
     return CollectiveEstimate(
@@ -198,7 +208,12 @@ def estimate_shape(
     if algorithm not in ALGORITHMS:
         raise CostError(f"unknown algorithm {algorithm!r} (one of {', '.join(ALGORITHMS)})")
     return _estimate(
-        Collective(collective), int(size_bytes), shape, profile, algorithm, float(load)
+        Collective(collective),
+        int(size_bytes),
+        shape,
+        profile,
+        algorithm=algorithm,
+        load=float(load),
     )
 
 

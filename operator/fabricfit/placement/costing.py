@@ -81,6 +81,6 @@ class StepModel:
             self._profile,
             request.gpus_per_pod,
             self._groups,
-            hardware_of(self._snapshot.nodes, self._profile),
+            hardware=hardware_of(self._snapshot.nodes, self._profile),
         )
         return to_step_times(bound)
