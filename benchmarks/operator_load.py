@@ -42,55 +42,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "hack"))
 
 from devcluster import binaries, cluster, fakenodes  # noqa: E402
-from fabricfit.api.constants import GROUP, PLURAL, VERSION  # noqa: E402
-
-TT = (GROUP, VERSION, PLURAL)
-POOL_LABEL = "fabricfit.dev/pool"  # what fakenodes puts on the nodes of FakeFabric(pool=...)
+from devcluster.jobs import TT, indexed_job, topology  # noqa: E402
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def indexed_job(name: str, pods: int, pool: str) -> dict[str, Any]:
-    """A suspended Indexed Job of ``pods`` pods of 8 GPUs, confined to the node pool ``pool``."""
-    container = {
-        "name": "train",
-        "image": "example.invalid/train:1",
-        "resources": {"limits": {"nvidia.com/gpu": "8"}},
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "completionMode": "Indexed",
-            "completions": pods,
-            "parallelism": pods,
-            "backoffLimit": 100,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {POOL_LABEL: pool},
-                    "containers": [container],
-                }
-            },
-        },
-    }
-
-
-def topology(name: str, job: str, parallelism: dict[str, int]) -> dict[str, Any]:
-    """A TrainingTopology of 8-GPU pods for the Job ``job``."""
-    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": job}
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "TrainingTopology",
-        "metadata": {"name": name},
-        "spec": {"workloadRef": ref, "gpusPerPod": 8, "parallelism": parallelism},
-    }
 
 
 GPUS = 8

@@ -17,6 +17,8 @@ from typing import Any
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 NATIVE = "topology.fabricfit.dev/"
 SCHEMES = ("native", "topograph", "gke", "eks", "oke", "coreweave")
+#: Label of the node pool a fake node belongs to (``FakeFabric.pool``), to fence tests apart.
+POOL_LABEL = "fabricfit.dev/pool"
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class FakeFabric:
     scheme: str = "native"
     fabric: str | None = "dgx-h100"
     prefix: str = "gpu"
-    pool: str | None = None  # value of label fabricfit.dev/pool, to fence tests off each other
+    pool: str | None = None  # value of POOL_LABEL, to fence tests off each other
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -151,7 +153,7 @@ def node_manifest(fabric: FakeFabric, pos: Position) -> dict[str, Any]:
         "nvidia.com/gpu.count": str(fabric.gpus_per_node),
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
         "fabricfit.dev/fake": "true",
-        **({"fabricfit.dev/pool": fabric.pool} if fabric.pool else {}),
+        **({POOL_LABEL: fabric.pool} if fabric.pool else {}),
         **scheme_labels(fabric, pos),
     }
     resources = {

@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from devcluster import fakenodes
+from devcluster.fakenodes import POOL_LABEL
+from devcluster.jobs import TT, indexed_job, topology
 from helpers.waiting import wait_for
 
-POOL_LABEL = "fabricfit.dev/pool"
+__all__ = [  # the job and topology builders live in devcluster.jobs (the benchmarks use them)
+    "POOL_LABEL", "RAIL_GROUP", "TT", "condition", "foreign_pod", "get_tt", "indexed_job",
+    "job_pods", "make_pool", "planned", "topology", "wait_bound", "wait_condition",
+]  # fmt: skip
+
 RAIL_GROUP = "topology.fabricfit.dev/rail-group"
-TT = ("fabricfit.dev", "v1alpha1", "trainingtopologies")
 
 
 def make_pool(core: Any, pool: str, **shape: Any) -> list[dict[str, Any]]:
@@ -17,39 +22,6 @@ def make_pool(core: Any, pool: str, **shape: Any) -> list[dict[str, Any]]:
     manifests = fakenodes.node_manifests(fabric)
     fakenodes.wait_ready(core, fakenodes.create_nodes(core, manifests))
     return manifests
-
-
-def indexed_job(name: str, pods: int, pool: str, gpus: int = 8) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "completionMode": "Indexed",
-            "completions": pods,
-            "parallelism": pods,
-            "backoffLimit": 100,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {POOL_LABEL: pool},
-                    "containers": [{"name": "train", "image": "example.invalid/train:1",
-                                    "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
-                }
-            },
-        },
-    }  # fmt: skip
-
-
-def topology(name: str, job: str, parallelism: dict[str, int], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "fabricfit.dev/v1alpha1",
-        "kind": "TrainingTopology",
-        "metadata": {"name": name},
-        "spec": {"workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": job},
-                 "gpusPerPod": 8, "parallelism": parallelism, **spec},
-    }  # fmt: skip
 
 
 def foreign_pod(name: str, node: str, gpus: int) -> dict[str, Any]:
