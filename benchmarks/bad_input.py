@@ -10,36 +10,15 @@ Usage: ``python benchmarks/bad_input.py``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-MEMORY_CAP_BYTES = 1 << 30
-# The child caps its own address space before the CLI starts (no preexec_fn: not thread-safe)
-# and writes its peak RSS (VmHWM, this exec's own; wait4's ru_maxrss would include the
-# forked parent's pages) to FABRICFIT_PEAK_FILE at exit.
-LAUNCHER = (
-    "import atexit, os, resource, runpy, sys\n"
-    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP_BYTES}, {MEMORY_CAP_BYTES}))\n"
-    "def peak():\n"
-    "    with open('/proc/self/status') as s, open(os.environ['FABRICFIT_PEAK_FILE'], 'w') as f:\n"
-    "        f.write(next(line for line in s if line.startswith('VmHWM')).split()[1])\n"
-    "atexit.register(peak)\n"
-    "sys.argv = ['fabricfit', *sys.argv[1:]]\n"
-    "runpy.run_module('fabricfit', run_name='__main__')\n"
-)
+# The memory-capped runner is the dev harness's (hack/devcluster), shared with the fuzz tests.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hack"))
 
-
-def read_peak_mib(path: Path) -> float:
-    """The child's VmHWM in MiB (0 when it died before writing it)."""
-    try:
-        return int(path.read_text() or 0) / 1024
-    except (OSError, ValueError):
-        return 0.0
-
+from devcluster.capped import run_capped
 
 TT = "gpusPerPod: 8\nparallelism: {tensor: 8, data: 2}\n"
 
@@ -82,22 +61,8 @@ CASES: dict[str, tuple[str, str]] = {  # name: (nodes file text or a path, topol
 
 
 def run(args: list[str], stdin: int | None = None) -> tuple[int, float, float, str]:
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
-        peak_file = Path(tmp) / "peak"
-        start = time.perf_counter()
-        child = subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, *args],
-            stdin=stdin if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env={**os.environ, "FABRICFIT_PEAK_FILE": str(peak_file)},
-        )
-        child.wait()
-        seconds = time.perf_counter() - start
-        err.seek(0)
-        message = err.read().decode("utf-8", "replace").strip()
-        peak = read_peak_mib(peak_file)
-    return child.returncode, seconds, peak, message
+    done = run_capped(args, stdin=stdin if stdin is not None else subprocess.DEVNULL)
+    return done.code, done.seconds, done.peak_mib, done.stderr.strip()
 
 
 def main() -> None:

@@ -15,89 +15,30 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import tempfile
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from devcluster.capped import MEMORY_CAP_BYTES, CappedRun, run_capped
 from unit.cli import hostile
 
-MEMORY_CAP_BYTES = 1 << 30
-TIMEOUT_SECONDS = 120
 RESULTS: list[tuple[str, int, float, float]] = []  # (case, exit, seconds, peak MiB)
-
-
-@dataclass(frozen=True)
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-    seconds: float
-    peak_mib: float
-
-
-# The child caps its own address space before the CLI starts (no preexec_fn: not thread-safe)
-# and writes its peak RSS (VmHWM, this exec's own; wait4's ru_maxrss would include the
-# forked parent's pages) to FABRICFIT_PEAK_FILE at exit.
-LAUNCHER = (
-    "import atexit, os, resource, runpy, sys\n"
-    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP_BYTES}, {MEMORY_CAP_BYTES}))\n"
-    "def peak():\n"
-    "    with open('/proc/self/status') as s, open(os.environ['FABRICFIT_PEAK_FILE'], 'w') as f:\n"
-    "        f.write(next(line for line in s if line.startswith('VmHWM')).split()[1])\n"
-    "atexit.register(peak)\n"
-    "sys.argv = ['fabricfit', *sys.argv[1:]]\n"
-    "runpy.run_module('fabricfit', run_name='__main__')\n"
-)
-
-
-def read_peak_mib(path: Path) -> float:
-    """The child's VmHWM in MiB (0 when it died before writing it)."""
-    try:
-        return int(path.read_text() or 0) / 1024
-    except (OSError, ValueError):
-        return 0.0
 
 
 def fabricfit(
     case: str, *args: str, stdin: Any = subprocess.DEVNULL, env: dict[str, str] | None = None
-) -> Run:
-    """Run the CLI in a child process under the memory cap and measure its peak RSS and wall
-    time (a killer thread ends a child that outlives the timeout)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        peak_file = Path(tempfile.mkdtemp(prefix="fabricfit-peak-")) / "peak"
-        start = time.perf_counter()
-        child = subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, *args],
-            stdin=stdin,
-            stdout=out,
-            stderr=err,
-            env={**os.environ, **(env or {}), "FABRICFIT_PEAK_FILE": str(peak_file)},
-        )
-        killer = threading.Timer(TIMEOUT_SECONDS, child.kill)
-        killer.start()
-        _, status = os.waitpid(child.pid, 0)
-        killer.cancel()
-        seconds = time.perf_counter() - start
-        child.returncode = code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        text = [stream.read().decode("utf-8", "replace") for stream in (out, err)]
-        run = Run(code, text[0], text[1], seconds, read_peak_mib(peak_file))
-        peak_file.unlink(missing_ok=True)
-        peak_file.parent.rmdir()
+) -> CappedRun:
+    """Run the CLI in a child process under the memory cap (``devcluster.capped``), and keep
+    its figures for the report at the end."""
+    run = run_capped(args, stdin=stdin, env=env)
     RESULTS.append((case, run.code, run.seconds, run.peak_mib))
     return run
 
 
-def assert_clean(run: Run, allowed: set[int]) -> None:
+def assert_clean(run: CappedRun, allowed: set[int]) -> None:
     assert run.code in allowed, (run.code, run.stderr[-800:])
     assert "Traceback" not in run.stdout + run.stderr
     assert "out of memory" not in run.stderr, run.stderr  # refused by a check, not by the cap
