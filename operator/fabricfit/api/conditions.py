@@ -93,6 +93,8 @@ class Reason(StrEnum):
     NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)
     NODE_UNAVAILABLE = ("NodeUnavailable", _DEGRADED, "True", _WARN)
     NO_HEALTHY_NODE = ("NoHealthyNode", _DEGRADED, "True", _WARN)
+    # Ranks re-placed off a node in maintenance (cordoned or tainted), still waiting to move.
+    NODE_MAINTENANCE = ("NodeMaintenance", _DEGRADED, "True", _WARN)
     # TopologyDetected: whether the label scheme finds any fabric tier (else plans are flat)
     TIERS_FOUND = ("TiersFound", _TOPOLOGY, "True", _NORMAL)
     NO_TOPOLOGY_LABELS = ("NoTopologyLabels", _TOPOLOGY, "False", _WARN)

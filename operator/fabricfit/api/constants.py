@@ -21,6 +21,11 @@ LABEL_SPINE: Final = LABEL_PREFIX + "spine"
 LABEL_RAILS: Final = LABEL_PREFIX + "rails"
 LABEL_FABRIC: Final = LABEL_PREFIX + "fabric"
 
+# Node taint (any value and effect) that marks a node for maintenance, like a cordon: plans
+# avoid it and the ranks planned on it are re-placed (a NoExecute effect also makes Kubernetes
+# evict the pods, which then land where the new plan says).
+MAINTENANCE_TAINT: Final = "fabricfit.dev/maintenance"
+
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 # Dynamic Resource Allocation (resource.k8s.io): NVIDIA's DRA driver publishes its GPUs as
 # devices of this driver in ResourceSlices, and its chart installs a DeviceClass of this name

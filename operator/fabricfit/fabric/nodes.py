@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 Everything here looks at one Node object and nothing else; fabric tiers come later, from the
 label scheme. A node is *available* when its Ready condition is True and it is not cordoned
-(``spec.unschedulable``). Taints are recorded, not judged: whether a NoSchedule/NoExecute taint
-blocks a workload depends on that workload's tolerations, which only the placement engine knows.
+(``spec.unschedulable``) or tainted for maintenance (``fabricfit.dev/maintenance``); either of
+the last two also puts it *in maintenance*, which drains it from running plans. Other taints are
+recorded, not judged: whether a NoSchedule/NoExecute taint blocks a workload depends on that
+workload's tolerations, which only the placement engine knows.
 Every malformed field becomes a :class:`Diagnostic` and a conservative default (0 GPUs, not
 Ready), never an exception.
 """
@@ -16,12 +18,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fabricfit.api.constants import GPU_RESOURCE, LABEL_FABRIC, LABEL_RAILS
+from fabricfit.api.constants import GPU_RESOURCE, LABEL_FABRIC, LABEL_RAILS, MAINTENANCE_TAINT
 from fabricfit.fabric.objects import list_at, mapping_at, shorten, str_at, value_at
 from fabricfit.fabric.quantity import parse_gpu_count, parse_quantity
 from fabricfit.fabric.schemes.base import is_label_value
 from fabricfit.fabric.topology import Diagnostic, Taint
 
+CORDONED = "cordoned"
+MAINTENANCE = f"maintenance (taint {MAINTENANCE_TAINT})"
 TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 MAX_RAILS_PER_NODE = 64  # far above any NIC count shipped (DGX: 8 compute + 2 storage NICs)
 
@@ -43,6 +47,7 @@ class NodeFacts:
     unavailable_reason: str | None
     taints: tuple[Taint, ...]
     dra: bool = False  # GPUs from DRA ResourceSlices, not from nvidia.com/gpu allocatable
+    maintenance: bool = False  # cordoned or tainted for maintenance
 
 
 def read_node_facts(
@@ -82,6 +87,10 @@ def read_node_facts(
             f"counting the {GPU_RESOURCE} allocatable"
         )
     reasons = _unavailable_reasons(raw, report)
+    taints = _read_taints(raw, report)
+    tainted = any(t.key == MAINTENANCE_TAINT for t in taints)
+    if tainted:
+        reasons.append(MAINTENANCE)
     return NodeFacts(
         name=name,
         labels=labels,
@@ -90,8 +99,9 @@ def read_node_facts(
         fabric=_read_fabric(labels, default_fabric, report),
         available=not reasons,
         unavailable_reason=", ".join(reasons) if reasons else None,
-        taints=_read_taints(raw, report),
+        taints=taints,
         dra=dra,
+        maintenance=tainted or CORDONED in reasons,
     )
 
 
@@ -146,12 +156,12 @@ def _unavailable_reasons(raw: object, report: _Report) -> list[str]:
         reasons.append("NotReady")
     unschedulable = value_at(raw, "spec", "unschedulable")
     if unschedulable is True:
-        reasons.append("cordoned")
+        reasons.append(CORDONED)
     elif unschedulable not in (None, False):
         report(
             f"spec.unschedulable={shorten(unschedulable)} is not a boolean; treating as cordoned"
         )
-        reasons.append("cordoned")
+        reasons.append(CORDONED)
     return reasons
 
 

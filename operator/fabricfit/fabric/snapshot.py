@@ -137,4 +137,5 @@ def _node_info(
         labels=facts.labels,
         taints=facts.taints,
         dra=facts.dra,
+        maintenance=facts.maintenance,
     )

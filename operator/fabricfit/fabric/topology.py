@@ -58,6 +58,7 @@ class NodeInfo:
     # GPUs published by DRA ResourceSlices (driver gpu.nvidia.com) instead of the device plugin:
     # pods claim them through ResourceClaims and kube-scheduler picks the devices on the node.
     dra: bool = False
+    maintenance: bool = False  # cordoned or tainted for maintenance: drained from plans
 
     def rail_of(self, gpu: int) -> int:
         """Rail (NIC index) that local GPU ``gpu`` sends inter-node traffic on."""

@@ -238,6 +238,19 @@ def pod_index_of(target: Target, pod: Mapping[str, Any]) -> int | None:
     return pod_index(ref.kind, pod, workload=target.workload, index_label=ref.index_label)
 
 
+def bound_pods(target: Target) -> dict[int, str]:
+    """Pod index → the node it is bound to, for the target's live (not finished) pods."""
+    bound: dict[int, str] = {}
+    for pod in target.pods:
+        if (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}:
+            continue
+        index = pod_index_of(target, pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if index is not None and node:
+            bound[index] = node
+    return bound
+
+
 async def pin_pods(
     rest: Rest, target: Target, plan: Sequence[str], snapshot: ClusterSnapshot
 ) -> Applied:

@@ -2,8 +2,10 @@
 
 ``Placed`` is True when every pod of the workload is bound (``spec.nodeName``) to its planned
 node — what kube-scheduler did, not what fabricfit intended. ``Degraded`` is True when a node of
-the plan is NotReady, cordoned, tainted away or gone; its message and ``degradedRanks`` name
-the global ranks that live there.
+the plan is NotReady, cordoned, tainted away or gone (``NodeUnavailable``), or when pods still
+run on a node in maintenance that the plan has already drained (``NodeMaintenance``: the ranks
+wait for their pods to be evicted; ``Placed`` waits for them rather than calling them off plan);
+its message and ``degradedRanks`` name the global ranks concerned.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.reconcile.applying import pod_index_of
+from fabricfit.placement.maintenance import Move, waiting_moves
+from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.render.pods import is_gated, planned_node_of
@@ -42,8 +45,37 @@ def _listed(items: Sequence[str]) -> str:
     return shown + (f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
 
 
+def _pod_ranks(index: int, gpus_per_pod: int) -> range:
+    return range(index * gpus_per_pod, (index + 1) * gpus_per_pod)
+
+
+def _describe_moves(moves: Sequence[Move], snapshot: ClusterSnapshot, gpus_per_pod: int) -> str:
+    parts = []
+    for move in moves:
+        ranks = _pod_ranks(move.index, gpus_per_pod)
+        source = snapshot.node(move.source)
+        same = (
+            snapshot.has_node(move.target)
+            and snapshot.node(move.target).place.nvlink_domain == source.place.nvlink_domain
+        )
+        where = "the same NVLink domain" if same else "another NVLink domain"
+        parts.append(
+            f"ranks {ranks[0]}..{ranks[-1]} (pod {move.index}) on {move.source} "
+            f"({source.unavailable_reason or 'maintenance'}) re-placed to {move.target} "
+            f"({where})"
+        )
+    return (
+        f"drained from the plan: {_listed(parts)}; they move there when their pods are evicted "
+        "(kubectl drain, or a NoExecute maintenance taint)"
+    )
+
+
 def evaluate_degraded(
-    draft: StatusDraft, spec: TrainingTopologySpec, plan: Sequence[str], snapshot: ClusterSnapshot
+    draft: StatusDraft,
+    spec: TrainingTopologySpec,
+    plan: Sequence[str],
+    snapshot: ClusterSnapshot,
+    bound: Mapping[int, str] | None = None,
 ) -> None:
     problems: dict[str, str] = {}
     ranks: list[int] = []
@@ -51,16 +83,21 @@ def evaluate_degraded(
         problem = _node_problem(snapshot, node)
         if problem is not None:
             problems[node] = problem
-            start = index * spec.gpus_per_pod
-            ranks.extend(range(start, start + spec.gpus_per_pod))
+            ranks.extend(_pod_ranks(index, spec.gpus_per_pod))
+    moves = waiting_moves(plan, bound or {}, snapshot)
+    moving = [r for m in moves for r in _pod_ranks(m.index, spec.gpus_per_pod)]
+    drain = _describe_moves(moves, snapshot, spec.gpus_per_pod) if moves else ""
     if problems:
         nodes = [f"{n} ({p})" for n, p in sorted(problems.items())]
         draft.condition(
             Reason.NODE_UNAVAILABLE,
             f"planned nodes {_listed(nodes)} host ranks {ranks[0]}..{ranks[-1]} "
-            f"({len(ranks)} ranks)",
+            f"({len(ranks)} ranks)" + (f"; {drain}" if drain else ""),
         )
-        draft.set(degradedRanks=ranks[:4096])
+        draft.set(degradedRanks=sorted({*ranks, *moving})[:4096])
+    elif moves:
+        draft.condition(Reason.NODE_MAINTENANCE, drain)
+        draft.set(degradedRanks=moving[:4096])
     else:
         draft.condition(Reason.NODES_HEALTHY, "every planned node is Ready and schedulable")
         draft.set(degradedRanks=[])
@@ -71,22 +108,18 @@ def evaluate(
 ) -> None:
     """Set ``Degraded`` and ``Placed`` from what the pods and nodes show (see the module doc)."""
     spec = target.spec
-    evaluate_degraded(draft, spec, plan, snapshot)
-    bound: dict[int, str] = {}
-    for pod in target.pods:
-        if (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}:
-            continue
-        index = pod_index_of(target, pod)
-        node = (pod.get("spec") or {}).get("nodeName")
-        if index is not None and node:
-            bound[index] = node
+    bound = bound_pods(target)
+    # Only pinned plans are drained (service._pin), so only they have pods waiting to move.
+    drainable = bound if spec.placement.mode == "pinned" else {}
+    evaluate_degraded(draft, spec, plan, snapshot, drainable)
+    draining = {m.index for m in waiting_moves(plan, drainable, snapshot)}
     if spec.placement.mode == "advisory":
         draft.condition(Reason.ADVISORY, "advisory mode: the plan is reported, not applied")
         return
     misplaced = [
         f"pod {i} on {n} (planned {plan[i]})"
         for i, n in sorted(bound.items())
-        if i < len(plan) and n != plan[i]
+        if i < len(plan) and n != plan[i] and i not in draining
     ]
     on_plan = sum(1 for i, n in bound.items() if i < len(plan) and n == plan[i])
     if on_plan == len(plan):

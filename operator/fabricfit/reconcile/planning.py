@@ -29,7 +29,9 @@ from fabricfit.placement import (
     request_from_spec,
 )
 from fabricfit.placement.constraints import node_rejection
+from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.inventory import holds_of_others, take_snapshot
 from fabricfit.render import policy
@@ -172,9 +174,13 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
 async def replace_and_reserve(
     run: Run, target: Target, current: Sequence[str], lost: set[int]
 ) -> Replacement | None:
-    """Move lost pods to healthy nodes and record the new plan before any of them is pinned."""
+    """Move lost pods to healthy nodes and record the new plan before any of them is pinned.
+    Besides other plans' holds, the job's own planned pods not yet bound there count as taken
+    (``pending_holds``), so two lost pods never get one node's last GPUs."""
     async with run.state.plan_lock:
         snapshot, request, profile, held = _inputs(run, target)
+        own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
+        held = dict(Counter(held) + Counter(own))
         replacement = replace_pods(snapshot, request, profile, current, lost, reservations=held)
         if replacement is None:
             return None

@@ -14,7 +14,9 @@ cluster one step closer to the plan:
 4. create the plan's ComputeDomain when its groups span trays of one NVLink domain (GB200
    NVL72), before the workload is released (:mod:`~fabricfit.reconcile.computedomain`);
 5. apply the plan to the workload for the placement mode, pin gated pods, and re-place pods
-   whose planned node became unusable (recreated pods with a reused index);
+   whose planned node became unusable (recreated pods with a reused index) or is in maintenance
+   (cordoned or tainted ``fabricfit.dev/maintenance``: drained from the plan at once, spares of
+   the same NVLink domain first, so the pods the drain recreates are pinned there);
 6. derive ``Placed`` (every pod bound to its planned node) and ``Degraded`` (a planned node is
    NotReady, cordoned or gone) and write status when anything changed.
 
@@ -44,6 +46,7 @@ from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
+from fabricfit.placement.maintenance import drained
 from fabricfit.reconcile import applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
@@ -285,13 +288,12 @@ async def _pin(
     rest, draft = run.state.rest, run.draft
     pinned = await applying.pin_pods(rest, target, plan, snapshot)
     draft.pins += len(pinned.pinned)
-    if not pinned.lost:
+    lost = pinned.lost | set(drained(plan, snapshot))
+    if not lost:
         return plan
-    replacement = await planning.replace_and_reserve(run, target, plan, pinned.lost)
+    replacement = await planning.replace_and_reserve(run, target, plan, lost)
     if replacement is None:
-        draft.condition(
-            Reason.NO_HEALTHY_NODE, f"no healthy node can take pods {sorted(pinned.lost)}"
-        )
+        draft.condition(Reason.NO_HEALTHY_NODE, f"no healthy node can take pods {sorted(lost)}")
         return plan
     repinned = await applying.pin_pods(rest, target, replacement.pods, snapshot)
     draft.pins += len(repinned.pinned)

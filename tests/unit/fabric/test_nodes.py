@@ -42,6 +42,34 @@ def test_availability(
     assert problems == []
 
 
+MAINTENANCE = "maintenance (taint fabricfit.dev/maintenance)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "maintenance", "reason"),
+    [
+        ({}, False, None),
+        ({"unschedulable": True}, True, "cordoned"),
+        ({"ready": "False"}, False, "NotReady"),
+        ({"ready": "False", "unschedulable": True}, True, "NotReady, cordoned"),
+        ({"taints": [{"key": "fabricfit.dev/maintenance", "effect": "NoSchedule"}]}, True,
+         MAINTENANCE),
+        ({"taints": [{"key": "fabricfit.dev/maintenance", "value": "bios", "effect": "NoExecute"}]},
+         True, MAINTENANCE),
+        ({"unschedulable": True, "taints": [{"key": "fabricfit.dev/maintenance",
+          "effect": "PreferNoSchedule"}]}, True, f"cordoned, {MAINTENANCE}"),
+        ({"taints": [{"key": "fabricfit.dev/other", "effect": "NoSchedule"}]}, False, None),
+    ],
+)  # fmt: skip
+def test_cordon_and_the_maintenance_taint_put_a_node_in_maintenance(
+    node: NodeFactory, kwargs: dict[str, Any], maintenance: bool, reason: str | None
+) -> None:
+    facts, problems = facts_of(node("n1", **kwargs))
+    assert facts is not None and problems == []
+    assert (facts.maintenance, facts.unavailable_reason) == (maintenance, reason)
+    assert facts.available is (reason is None)
+
+
 def test_non_boolean_unschedulable_is_reported_and_cordons(node: NodeFactory) -> None:
     facts, problems = facts_of(node("n1", unschedulable="yes"))
     assert facts is not None and facts.unavailable_reason == "cordoned"
