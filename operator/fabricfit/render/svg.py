@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 The picture is the one an engineer would put on a wiki page. Each spine is a band; its rail
 groups are columns; each column stacks its racks and each rack its nodes, one row of GPU squares
-per node. A GPU carrying a rank is filled with the colour of its tensor-parallel group and
+per node. Nodes that share an NVLink domain (the trays of a GB200 NVL72 rack) are boxed by that
+domain instead, in blue, so tensor and expert groups that stay in the rack are seen to. A GPU carrying a rank is filled with the colour of its tensor-parallel group and
 labelled with its pipeline stage; free GPUs are white with a dashed outline; GPUs held by other
 pods are grey (other plans' reservations hatched). Every data-parallel group is drawn as a ring
 through its GPUs in the rail's colour, so a rail-aligned DP group is a straight vertical line in
@@ -18,6 +19,7 @@ nodes were left out.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -70,6 +72,8 @@ RAIL_PALETTE = (
     "#bcbd22",
 )
 FOREIGN_FILL = "#b8b8b8"
+#: Label of a box drawn around the nodes of one multi-node NVLink domain (GB200 NVL72).
+NVLINK_BOX = "NVLink domain"
 SVG_NS = "http://www.w3.org/2000/svg"
 MAX_LISTED_RANKS = 8
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
@@ -112,10 +116,11 @@ class _Layout:
         max_gpus = max((n.gpus for n in nodes), default=8)
         self.column_px = LABEL_PX + max_gpus * (GPU_PX + GPU_GAP_PX) + 3 * PAD_PX
         tree: dict[str, dict[str, dict[str, list[NodeInfo]]]] = {}
+        trays = Counter(n.place.nvlink_domain for n in nodes)
         for node in nodes:
             spine = node.place.spine or "spine"
             column = node.place.rail_group or f"(no rail group) {node.place.rack or ''}".strip()
-            rack = node.place.rack or "(no rack)"
+            rack = _box_of(node, trays[node.place.nvlink_domain])
             tree.setdefault(spine, {}).setdefault(column, {}).setdefault(rack, []).append(node)
         y = HEADER_PX * 2.0
         for spine, columns in tree.items():
@@ -140,10 +145,22 @@ class _Layout:
             for node in members:
                 self.rows[node.name] = (x + PAD_PX, y)
                 y += ROW_PX
-            self.boxes.append(("rack", x + 4, top, self.column_px - 8, y - top + 2, f"rack {rack}"))
+            kind = "nvlink" if rack.startswith(NVLINK_BOX) else "rack"
+            label = rack if kind == "nvlink" else f"rack {rack}"
+            self.boxes.append((kind, x + 4, top, self.column_px - 8, y - top + 2, label))
             y += 6
         self.boxes.append(("railgroup", x, y0, self.column_px, y - y0 + 4, f"rail group {name}"))
         return y + 4
+
+
+def _box_of(node: NodeInfo, trays: int) -> str:
+    """The box a node is drawn in: its NVLink domain when that holds several nodes (an NVL72
+    rack of trays), else its rack."""
+    if trays < 2:
+        return node.place.rack or "(no rack)"
+    domain = node.place.nvlink_domain.rsplit("/", 1)[-1]
+    rack = f", rack {node.place.rack.rsplit('/', 1)[-1]}" if node.place.rack else ""
+    return f"{NVLINK_BOX} {domain}{rack}: {trays} trays"
 
 
 def _gpu_xy(layout: _Layout, node: str, gpu: int) -> tuple[float, float]:
@@ -227,6 +244,7 @@ STYLE = (
     ".spine{fill:#f4f6fa;stroke:#345;stroke-width:1.5}"
     ".railgroup{fill:#fff;stroke:#789;stroke-dasharray:4 2}"
     ".rack{fill:#fafafa;stroke:#bbb}"
+    ".nvlink{fill:#f1f6fc;stroke:#4e79a7;stroke-width:1.5}"
     ".free{fill:#fff;stroke:#999;stroke-dasharray:2 2}"
     f".foreign{{fill:{FOREIGN_FILL};stroke:#888}}"
     ".reserved{fill:url(#hatch);stroke:#888}"
@@ -248,7 +266,7 @@ def build_svg(
     layout = _Layout(visible)
     ranks = _rank_info(decision)
     body: list[str] = []
-    depth = {"spine": 0, "railgroup": 1, "rack": 2}
+    depth = {"spine": 0, "railgroup": 1, "rack": 2, "nvlink": 2}
     for kind, x, y, w, h, label in sorted(layout.boxes, key=lambda box: depth[box[0]]):
         body.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" class="{kind}"/>')
         body.append(f'<text x="{x + 6}" y="{y + 14}">{escape(label)}</text>')

@@ -118,3 +118,32 @@ def test_large_cluster_draws_only_touched_rail_groups() -> None:
     assert any(
         "112 nodes in untouched rail groups" in (t.text or "") for t in root.iter(f"{SVG}text")
     )
+
+
+def test_svg_boxes_the_trays_of_an_nvl72_rack_as_its_nvlink_domain() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from fabricfit.fabric.snapshot import build_snapshot
+
+    fixture = Path(__file__).parents[2] / "fixtures/nodes/native-gb200-2x18.yaml"
+    snapshot = build_snapshot(yaml.safe_load(fixture.read_text())["items"])
+    trays = [n.name for n in snapshot.nodes[:4]]
+    layout = build_layout(Parallelism(tensor=8, data=2), 4, "tp-cp-ep-dp-pp")
+    decision = PlacementDecision(
+        feasible=True,
+        fabric="gb200-nvl72",
+        groups=layout.groups,
+        pods=tuple(trays),
+        assignments=tuple(
+            RankPlacement(rank=r, node=trays[r // 4], gpu=r % 4, pod=r // 4, local=r % 4)
+            for r in range(16)
+        ),
+    )
+    root = ET.fromstring(build_svg(decision, snapshot))
+    boxes = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "nvlink"]
+    labels = [t.text or "" for t in root.iter(f"{SVG}text")]
+    assert len(boxes) == 2 and not [e for e in root.iter(f"{SVG}rect") if e.get("class") == "rack"]
+    assert sum(label.startswith("NVLink domain nvl-") for label in labels) == 2
+    assert any(label.endswith(": 18 trays") and "rack rack-0" in label for label in labels)
