@@ -58,10 +58,11 @@ def plan_inputs(
     """Nodes, tenants and jobs for ``options``; OptionError when the jobs cannot fit."""
     manifests = fakenodes.node_manifests(options.fake_fabric())
     names = [str(m["metadata"]["name"]) for m in manifests]
-    tenants = workloads.plan_tenants(names, options.tenant_share, options.seed)
+    gpus = options.gpus_per_node
+    tenants = workloads.plan_tenants(names, options.tenant_share, options.seed, gpus)
     free = workloads.free_whole_nodes(names, tenants)
-    jobs = workloads.choose_jobs(options.jobs, free)
-    need = workloads.nodes_needed(jobs)
+    jobs = workloads.choose_jobs(options.jobs, free, gpus)
+    need = workloads.nodes_needed(jobs, gpus)
     if free < need:
         raise OptionError(
             f"the demo jobs need {need} nodes' worth of GPUs but only {free} of {len(names)} "
@@ -96,7 +97,8 @@ def run(options: Options, progress: Progress) -> int:
     progress.say(f"{created} created, {kept} kept from an earlier run; all Ready")
     held = sum(t.gpus for t in tenants)
     progress.step(
-        f"other tenants: {len(tenants)} pods holding {held} of {fabric.node_count * 8} GPUs "
+        f"other tenants: {len(tenants)} pods holding {held} of "
+        f"{fabric.node_count * options.gpus_per_node} GPUs "
         f"on {len({t.node for t in tenants})} nodes (seed {options.seed})"
     )
     kube.create_tenants(clients, tenants)
@@ -118,6 +120,7 @@ def run(options: Options, progress: Progress) -> int:
     print()
     for job, view in zip(jobs, views, strict=True):
         print("\n".join(report.job_lines(job, view)))
+        print("\n".join(report.compute_domain_lines(statuses[job.name].get("status") or {})))
         print()
     print("\n".join(report.summary_lines(jobs, views)))
     print()

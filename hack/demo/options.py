@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from devcluster import fakenodes
 
-# The demo simulates 8-GPU, 8-NIC nodes, one NVLink domain per node.
+# The demo simulates 8-GPU, 8-NIC nodes, one NVLink domain per node, or, for gb200-nvl72,
+# 4-GPU compute trays in racks of 18 that each form one NVLink domain.
+GB200 = "gb200-nvl72"
+TRAYS_PER_RACK = 18
 FABRICS = (
     "dgx-a100",
     "dgx-h100",
@@ -16,6 +19,7 @@ FABRICS = (
     "dgx-b200",
     "h100-leaf-spine-2to1",
     "h100-rail-only",
+    GB200,
 )
 JOB_SETS = ("auto", "standard", "small")
 
@@ -25,12 +29,15 @@ make demo: a simulated GPU cluster on the local control plane, with fabricfit pl
 Options (environment variables; make passes them through, e.g. FABRICFIT_DEMO_SCHEME=gke make demo):
   FABRICFIT_DEMO_SPINES        spines (default 2)
   FABRICFIT_DEMO_RAIL_GROUPS   rail groups per spine (default 2)
-  FABRICFIT_DEMO_NODES         8-GPU nodes per rail group (default 16)
-  FABRICFIT_DEMO_RACK_SIZE     nodes per rack (default 4)
+  FABRICFIT_DEMO_NODES         8-GPU nodes per rail group (default 16; gb200-nvl72: 4-GPU
+                               trays per rail group, default 18, one NVL72 rack)
+  FABRICFIT_DEMO_RACK_SIZE     nodes per rack (default 4; gb200-nvl72: always 18 trays, the
+                               rack is the NVLink domain)
   FABRICFIT_DEMO_SCHEME        node label scheme: native, topograph, gke, eks, oke, coreweave
                                (default native)
   FABRICFIT_DEMO_FABRIC        fabric preset: dgx-a100, dgx-h100, dgx-h200, dgx-b200 (full
-                               bisection), h100-leaf-spine-2to1, h100-rail-only (default dgx-h100)
+                               bisection), h100-leaf-spine-2to1, h100-rail-only, or gb200-nvl72
+                               (4-GPU trays, 18 per NVL72 rack; default dgx-h100)
   FABRICFIT_DEMO_TENANT_SHARE  share of GPUs already taken by other tenants' pods, 0 to 0.9
                                (default 0.3)
   FABRICFIT_DEMO_SEED          seed of the tenants' pseudo-random layout (default 7)
@@ -63,7 +70,25 @@ class Options:
     jobs: str = "auto"
     svg: str | None = None
 
+    @property
+    def gpus_per_node(self) -> int:
+        return 4 if self.fabric == GB200 else 8
+
     def fake_fabric(self) -> fakenodes.FakeFabric:
+        if self.fabric == GB200:  # trays; each rack of 18 is one NVLink domain
+            return fakenodes.FakeFabric(
+                spines=self.spines,
+                rail_groups_per_spine=self.rail_groups,
+                nodes_per_rail_group=self.nodes,
+                nodes_per_rack=TRAYS_PER_RACK,
+                nvlink_domain_nodes=TRAYS_PER_RACK,
+                gpus_per_node=4,
+                nics_per_node=4,
+                scheme=self.scheme,
+                fabric=self.fabric,
+                prefix="gb200",
+                pool="demo",
+            )
         return fakenodes.FakeFabric(
             spines=self.spines,
             rail_groups_per_spine=self.rail_groups,
@@ -107,13 +132,15 @@ def _share(env: Mapping[str, str], name: str, default: float) -> float:
 
 def from_env(env: Mapping[str, str] = os.environ) -> Options:
     """The options, or :class:`OptionError` naming the first bad variable."""
+    fabric = _choice(env, "FABRICFIT_DEMO_FABRIC", "dgx-h100", FABRICS)
+    gb200 = fabric == GB200
     options = Options(
         spines=_int(env, "FABRICFIT_DEMO_SPINES", 2, 1, 16),
         rail_groups=_int(env, "FABRICFIT_DEMO_RAIL_GROUPS", 2, 1, 32),
-        nodes=_int(env, "FABRICFIT_DEMO_NODES", 16, 1, 256),
-        rack_size=_int(env, "FABRICFIT_DEMO_RACK_SIZE", 4, 1, 64),
+        nodes=_int(env, "FABRICFIT_DEMO_NODES", TRAYS_PER_RACK if gb200 else 16, 1, 256),
+        rack_size=_int(env, "FABRICFIT_DEMO_RACK_SIZE", TRAYS_PER_RACK if gb200 else 4, 1, 64),
         scheme=_choice(env, "FABRICFIT_DEMO_SCHEME", "native", fakenodes.SCHEMES),
-        fabric=_choice(env, "FABRICFIT_DEMO_FABRIC", "dgx-h100", FABRICS),
+        fabric=fabric,
         tenant_share=_share(env, "FABRICFIT_DEMO_TENANT_SHARE", 0.3),
         seed=_int(env, "FABRICFIT_DEMO_SEED", 7, 0, 2**31),
         jobs=_choice(env, "FABRICFIT_DEMO_JOBS", "auto", JOB_SETS),

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import escape
 
 from demo.baseline import PEER, JobView
@@ -156,3 +157,22 @@ def build_demo_svg(
             "",
         ]
     )
+
+
+def compute_domain_lines(status: Mapping[str, Any]) -> list[str]:
+    """What the operator says about the job's ComputeDomain (multi-node NVLink), if it needs one."""
+    report = status.get("computeDomain")
+    if not isinstance(report, Mapping):
+        return []
+    condition = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "ComputeDomain"), {}
+    )
+    lines = [
+        f"{INDENT}ComputeDomain {report.get('name')}: {report.get('groups')} span trays of one "
+        f"NVLink domain; numNodes {report.get('numNodes')}, channel template "
+        f"{report.get('channelTemplate')}, state {report.get('state')}",
+    ]
+    if condition:
+        lines.append(f"{INDENT}  condition ComputeDomain={condition.get('status')} "
+                     f"{condition.get('reason')}: {condition.get('message')}")  # fmt: skip
+    return lines

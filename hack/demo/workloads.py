@@ -89,21 +89,62 @@ SMALL = (
     ),
 )  # fmt: skip
 
+# GB200 NVL72 (fabric gb200-nvl72): one pod per 4-GPU tray, as a ComputeDomain's channel wants.
+# Tensor groups of 8 span two trays of a rack, the MoE's expert groups four: both need
+# multi-node NVLink, so each job asks for a ComputeDomain.
+GB200_STANDARD = (
+    DemoJob(
+        "llama-70b",
+        "dense pre-training",
+        {"tensor": 8, "pipeline": 4, "data": 2},
+        STANDARD[0].model,
+        gpus_per_pod=4,
+    ),
+    DemoJob(
+        "mixtral-8x22b",
+        "mixture of experts, expert parallel",
+        {"tensor": 4, "pipeline": 2, "data": 8, "expert": 8},
+        STANDARD[1].model,
+        gpus_per_pod=4,
+    ),
+    DemoJob(
+        "llama-8b-finetune", "fine-tune, ZeRO-3", {"tensor": 4, "data": 4}, STANDARD[2].model,
+        gpus_per_pod=4,
+    ),
+)  # fmt: skip
+GB200_SMALL = (
+    DemoJob(
+        "llama-13b", "dense pre-training", {"tensor": 8, "data": 2}, SMALL[0].model, gpus_per_pod=4
+    ),
+    DemoJob(
+        "mixtral-8x7b",
+        "mixture of experts, expert parallel",
+        {"tensor": 2, "data": 8, "expert": 4},
+        SMALL[1].model,
+        gpus_per_pod=4,
+    ),
+)  # fmt: skip
+
 JOB_SETS = {"standard": STANDARD, "small": SMALL}
+GB200_JOB_SETS = {"standard": GB200_STANDARD, "small": GB200_SMALL}
 
 
-def nodes_needed(jobs: Sequence[DemoJob]) -> int:
+def nodes_needed(jobs: Sequence[DemoJob], gpus_per_node: int = GPUS_PER_NODE) -> int:
     """Whole nodes' worth of GPUs the jobs take."""
-    return -(-sum(job.world_size for job in jobs) // GPUS_PER_NODE)
+    return -(-sum(job.world_size for job in jobs) // gpus_per_node)
 
 
-def choose_jobs(job_set: str, free_nodes: int) -> tuple[DemoJob, ...]:
-    """The jobs to run: ``job_set``, or under ``auto`` the largest set that fits."""
+def choose_jobs(
+    job_set: str, free_nodes: int, gpus_per_node: int = GPUS_PER_NODE
+) -> tuple[DemoJob, ...]:
+    """The jobs to run: ``job_set``, or under ``auto`` the largest set that fits (the GB200
+    sets on 4-GPU trays)."""
+    sets = GB200_JOB_SETS if gpus_per_node == 4 else JOB_SETS
     if job_set != "auto":
-        return JOB_SETS[job_set]
-    if free_nodes >= nodes_needed(STANDARD):
-        return STANDARD
-    return SMALL
+        return sets[job_set]
+    if free_nodes >= nodes_needed(sets["standard"], gpus_per_node):
+        return sets["standard"]
+    return sets["small"]
 
 
 @dataclass(frozen=True)
@@ -113,11 +154,13 @@ class TenantPod:
     gpus: int
 
 
-def plan_tenants(nodes: Sequence[str], share: float, seed: int) -> list[TenantPod]:
+def plan_tenants(
+    nodes: Sequence[str], share: float, seed: int, gpus_per_node: int = GPUS_PER_NODE
+) -> list[TenantPod]:
     """Other tenants' pods taking about ``share`` of the GPUs: whole nodes (other teams'
     training jobs) and slices of nodes (inference, notebooks), at seeded random places."""
     rng = random.Random(seed)
-    target = round(share * len(nodes) * GPUS_PER_NODE)
+    target = round(share * len(nodes) * gpus_per_node)
     order = rng.sample(list(nodes), len(nodes))
     pods: list[TenantPod] = []
     taken = 0
@@ -125,10 +168,10 @@ def plan_tenants(nodes: Sequence[str], share: float, seed: int) -> list[TenantPo
         remaining = target - taken
         if remaining <= 0:
             break
-        if remaining >= GPUS_PER_NODE and rng.random() < 0.55:
-            sizes = [GPUS_PER_NODE]
+        if remaining >= gpus_per_node and rng.random() < 0.55:
+            sizes = [gpus_per_node]
         else:
-            sizes = _slices(min(remaining, rng.randint(1, 6)), rng)
+            sizes = _slices(min(remaining, rng.randint(1, gpus_per_node - 2)), rng)
         for gpus in sizes:
             team = rng.choice(TEAMS)
             pods.append(TenantPod(f"{team}-{len(pods):03d}", node, gpus))

@@ -16,6 +16,8 @@ from typing import Any
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 NATIVE = "topology.fabricfit.dev/"
+#: GPU Feature Discovery's product label per fabric preset (H100 for the rest).
+PRODUCTS = {"gb200-nvl72": "NVIDIA-GB200"}
 SCHEMES = ("native", "topograph", "gke", "eks", "oke", "coreweave")
 #: Label of the node pool a fake node belongs to (``FakeFabric.pool``), to fence tests apart.
 POOL_LABEL = "fabricfit.dev/pool"
@@ -151,7 +153,7 @@ def node_manifest(fabric: FakeFabric, pos: Position) -> dict[str, Any]:
         "kubernetes.io/arch": "amd64",
         "node.kubernetes.io/instance-type": "fake-gpu",
         "nvidia.com/gpu.count": str(fabric.gpus_per_node),
-        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.product": PRODUCTS.get(fabric.fabric or "", "NVIDIA-H100-80GB-HBM3"),
         "fabricfit.dev/fake": "true",
         **({POOL_LABEL: fabric.pool} if fabric.pool else {}),
         **scheme_labels(fabric, pos),

@@ -5,7 +5,8 @@ Theory of operation
 The picture is the one an engineer would put on a wiki page. Each spine is a band; its rail
 groups are columns; each column stacks its racks and each rack its nodes, one row of GPU squares
 per node. Nodes that share an NVLink domain (the trays of a GB200 NVL72 rack) are boxed by that
-domain instead, in blue, so tensor and expert groups that stay in the rack are seen to. A GPU carrying a rank is filled with the colour of its tensor-parallel group and
+domain instead, in blue: the picture shows which groups stay inside a rack.
+A GPU carrying a rank is filled with the colour of its tensor-parallel group and
 labelled with its pipeline stage; free GPUs are white with a dashed outline; GPUs held by other
 pods are grey (other plans' reservations hatched). Every data-parallel group is drawn as a ring
 through its GPUs in the rail's colour, so a rail-aligned DP group is a straight vertical line in
