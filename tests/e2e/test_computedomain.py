@@ -198,3 +198,20 @@ def test_without_the_crd_the_condition_says_so_and_the_job_still_lands(
     pods = wait_bound(core, namespace, "moe", 4)
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(planned(tt)))
     assert get_tt(custom, namespace, "moe")["status"]["summary"] == "Placed"
+
+
+def test_a_suspended_jobs_template_takes_no_new_claim_so_the_workload_declares_it(
+    batch: Any, namespace: str
+) -> None:
+    """Why fabricfit checks the channel claim instead of adding it: the API server refuses."""
+    from kubernetes.client.exceptions import ApiException
+
+    batch.create_namespaced_job(namespace, tray_job("late", 2, "none", None))
+    claim = [{"name": "nvlink-channel", "resourceClaimTemplateName": "late-channel"}]
+    patch = {"spec": {"template": {"spec": {"resourceClaims": claim}}}}
+    with pytest.raises(ApiException) as refused:
+        batch.patch_namespaced_job("late", namespace, patch)
+    assert refused.value.status == 422 and "field is immutable" in refused.value.body
+    # What fabricfit does write onto a suspended Job's template is accepted (a gate).
+    gates = {"spec": {"template": {"spec": {"schedulingGates": [{"name": "x.dev/hold"}]}}}}
+    batch.patch_namespaced_job("late", namespace, gates)

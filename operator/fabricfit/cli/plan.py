@@ -35,7 +35,9 @@ from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.nvlink_span import decision_span
 from fabricfit.placement.search import plan_placement
+from fabricfit.render.computedomain import need_json, need_line
 from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.policy import admit, choose_fabric
 from fabricfit.render.summary import render_summary
@@ -185,8 +187,9 @@ def execute(args: argparse.Namespace) -> int:
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
+    span = decision_span(decision, snapshot, spec.gpus_per_pod)
     if args.json:
-        body = {**decision.to_json_dict(), "fabric_reason": why}
+        body = {**decision.to_json_dict(), "fabric_reason": why, "compute_domain": need_json(span)}
         if allocation is not None:
             body["gpu_allocation"] = allocation
         print(json.dumps(body, indent=1, sort_keys=False))
@@ -195,6 +198,8 @@ def execute(args: argparse.Namespace) -> int:
         print(f"fabric {fabric}: {why}")
         if allocation is not None:
             print(f"GPUs: {allocation['message']}")
+        if (line := need_line(span)) is not None:
+            print(line)
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
 
 

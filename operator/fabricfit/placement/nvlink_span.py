@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import GROUP_KINDS, Groups
 
 
@@ -88,3 +90,15 @@ def nvlink_span(
         domains=tuple(sorted(domains)),
         shared_nodes=tuple(sorted(n for n, c in per_node.items() if c > 1)),
     )
+
+
+def decision_span(
+    decision: PlacementDecision, snapshot: ClusterSnapshot, gpus_per_pod: int
+) -> NvlinkSpan:
+    """The span of a feasible decision on the snapshot it was made on (empty when infeasible)."""
+    if not decision.feasible:
+        return NvlinkSpan()
+    domains = {
+        n: snapshot.node(n).place.nvlink_domain for n in set(decision.pods) if snapshot.has_node(n)
+    }
+    return nvlink_span(decision.pods, decision.groups, gpus_per_pod, domains)

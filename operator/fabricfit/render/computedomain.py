@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from fabricfit.api.constants import GROUP, KIND, TOPOLOGY_LABEL, VERSION
+from fabricfit.placement.nvlink_span import NvlinkSpan
 
 CD_GROUP: Final = "resource.nvidia.com"
 CD_VERSION: Final = "v1beta1"
@@ -129,3 +130,28 @@ def num_nodes_of(obj: Mapping[str, Any] | None) -> int | None:
     spec = (obj or {}).get("spec")
     value = spec.get("numNodes") if isinstance(spec, Mapping) else None
     return value if isinstance(value, int) else None
+
+
+def need_json(span: NvlinkSpan) -> dict[str, Any]:
+    """``compute_domain`` of ``fabricfit plan --json``: whether the plan needs a ComputeDomain."""
+    return {
+        "needed": span.needed,
+        "num_nodes": len(span.nodes) if span.needed else 0,
+        "groups": dict(span.groups),
+        "nvlink_domains": list(span.domains),
+        "shared_nodes": list(span.shared_nodes),
+    }
+
+
+def need_line(span: NvlinkSpan) -> str | None:
+    """The text line of ``fabricfit plan`` about the ComputeDomain, when the plan needs one."""
+    if not span.needed:
+        return None
+    line = (
+        f"ComputeDomain: needed, {span.describe()} span trays of one NVLink domain; the operator "
+        f"creates one of numNodes {len(span.nodes)}, whose channel (<topology>-channel) the pods "
+        "must claim"
+    )
+    if span.shared_nodes:
+        line += f"; nodes {', '.join(span.shared_nodes[:8])} carry two pods (one channel per node)"
+    return line

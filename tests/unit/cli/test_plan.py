@@ -24,6 +24,7 @@ GOLDEN_CASES = [
     ("eks-moe", "eks-p5-12.yaml", None, "moe-eks.yaml", []),
     ("topograph-affinity", "topograph-v1-h200-16.yaml", None, "with-job.yaml", []),
     ("native-too-big", "native-h100-16.json", None, "too-big.yaml", []),
+    ("gb200-moe", "native-gb200-2x18.yaml", None, "moe-gb200.yaml", []),
 ]
 
 
@@ -438,3 +439,19 @@ def test_only_unknown_fabric_labels_name_the_node_and_the_label(
 ) -> None:
     args = _files(tmp_path, nodes=_fabric_nodes("dgx-h1OO", "dgx-h1OO"))
     _one_line_exit_2(capsys, args, "node g0: label topology.fabricfit.dev/fabric='dgx-h1OO'")
+
+
+def test_a_plan_spanning_gb200_trays_says_it_needs_a_compute_domain(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    nodes, topology = str(NODES / "native-gb200-2x18.yaml"), str(PLAN / "moe-gb200.yaml")
+    code, out, _ = _run(capsys, "--nodes", nodes, "--topology", topology, "--json")
+    assert code == 0
+    needed = json.loads(out)["compute_domain"]
+    assert needed["needed"] and needed["num_nodes"] == 24 and needed["groups"]["expert"] == 24
+    assert len(needed["nvlink_domains"]) == 2 and needed["shared_nodes"] == []
+    code, out, _ = _run(capsys, "--nodes", nodes, "--topology", topology)
+    assert "ComputeDomain: needed, 24 expert groups" in out and "numNodes 24" in out
+    code, out, _ = _run(capsys, "--nodes", str(NODES / "native-h100-16.json"),
+                        "--topology", str(PLAN / "dense-native.yaml"))  # fmt: skip
+    assert "ComputeDomain" not in out

@@ -150,3 +150,27 @@ def test_deletion_deletes_our_compute_domain_only() -> None:
     world.api.put(CD, {"metadata": {"name": NAME, "labels": {}}, "spec": {}})
     asyncio.run(podevents.release(world.body(), world.state, world.views))
     assert CD in world.api.objects, "a ComputeDomain someone else made is left alone"
+
+
+def stale_domain(num_nodes: int, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": NAME, "namespace": NS, "labels": labels},
+        "spec": {"numNodes": num_nodes, "channel": {"resourceClaimTemplate": {"name": CHANNEL}}},
+    }
+
+
+def test_our_domain_sized_for_another_plan_is_replaced_before_pods_start() -> None:
+    world = gb200_world()
+    world.api.put(CD, stale_domain(2, {"fabricfit.dev/topology": NAME}))
+    reconcile(world)
+    assert world.api.objects[CD]["spec"]["numNodes"] == 4
+    assert (CD, "delete", None) in world.api.writes
+
+
+def test_a_domain_someone_else_made_is_reported_as_it_is() -> None:
+    world = gb200_world()
+    world.api.put(CD, stale_domain(2, {}))
+    reconcile(world)
+    assert world.api.objects[CD]["spec"]["numNodes"] == 2
+    assert (CD, "delete", None) not in world.api.writes
+    assert world.status()["computeDomain"]["numNodes"] == 2
