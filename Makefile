@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale crd deploy tools clean
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy tools clean
 
 venv: $(STAMP)
 
@@ -71,6 +71,11 @@ bench: venv
 # Pass options with SCALE_ARGS, e.g. make bench-scale SCALE_ARGS="--nodes 3200".
 bench-scale: venv cluster-build
 	$(BIN)/python benchmarks/operator_scale.py $(SCALE_ARGS)
+
+# Real Kueue TAS vs fabricfit on the same kwok clusters (four fabrics, six jobs; about 10 min on
+# two cores). Options with KUEUE_ARGS, e.g. make bench-kueue KUEUE_ARGS="--fabrics dgx-h100".
+bench-kueue: venv cluster-build
+	$(BIN)/python benchmarks/kueue_side_by_side.py $(KUEUE_ARGS)
 
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml

@@ -1,0 +1,639 @@
+"""Side by side with a real Kueue: the same jobs on the same fragmented cluster, placed by Kueue
+Topology-Aware Scheduling alone and by fabricfit, pods read back from the cluster, both priced
+by one cost model.
+
+Run from the repository root (``make bench-kueue``)::
+
+    PYTHONPATH=hack .venv/bin/python benchmarks/kueue_side_by_side.py
+    PYTHONPATH=hack .venv/bin/python benchmarks/kueue_side_by_side.py --fabrics dgx-h100 \\
+        --jobs zero3,moe --rail-group-nodes 8 --json out.json
+
+What it does, in one run on the project's local control plane (``hack/cluster up --with
+kueue,jobset,lws`` in a private state directory, stopped at the end unless ``--keep``):
+
+* per fabric (``dgx-h100`` full bisection, ``h100-leaf-spine-2to1``, ``h100-rail-only``,
+  ``gb200-nvl72``) a pool of kwok nodes — 2 spines × 2 rail groups × 16 eight-GPU nodes in racks
+  of 4 (on NVL72: 2 × 2 × 36 four-GPU trays, NVLink racks of 18) — labelled with fabricfit's
+  native keys, the fabric named by the node label ``topology.fabricfit.dev/fabric`` (how a
+  cluster admin tells fabricfit which preset prices its nodes), and seeded tenant pods holding
+  ``--tenant-share`` (24 %) of the GPUs, bound by name;
+* a Kueue Topology over the native labels (spine, rail group, rack, hostname), a TAS
+  ResourceFlavor on the pool, a ClusterQueue and a LocalQueue;
+* per job, two runs on the same cluster state, one after the other (each job deleted, and its
+  pods gone, before the next run):
+
+  (a) **Kueue TAS alone**: an Indexed Job with the queue label and the TAS annotations a careful
+      user would write (``careful_user_annotations``), tightest first: required at the
+      rail-group level (the spine for a job larger than a rail group) with slices keeping each
+      NVLink block of pods together (pairs of 4-GPU pods per 8-GPU node at the hostname level;
+      a TP·EP block per NVL72 rack) and, for a pipeline-parallel job larger than a rail group,
+      an outer rail-group slice of one stage; when Kueue cannot admit that within
+      ``--admit-seconds`` (it says why), the next looser set (preferred instead of required,
+      then fewer slices) — the table names the set Kueue admitted; and, for reference, once
+      more with only ``podset-preferred-topology`` at the rail-group level (issue #16's run);
+  (b) **fabricfit** in ``placement.mode: pinned`` (the operator, ``fabricfit run``, plans, pins
+      and kube-scheduler binds; Kueue ignores that namespace).
+
+* For both: the node of every pod read back from the cluster (``pod.spec.nodeName`` by
+  completion index), the rail groups and spines used, and the predicted step communication of
+  that placement priced by the same function (``fabricfit.placement.pricing.price_pods``: the
+  snapshot of the cluster without the job, each pod on the lowest free GPU window of its node),
+  the cost model's lower bound (from the TrainingTopology's status), and the ratio
+  Kueue ÷ fabricfit (> 1: fabricfit predicts less communication).
+
+Every number is the cost model's prediction for placements the real schedulers made; nothing
+runs on GPUs. The jobs are issue #16's four (dense TP8·PP4·DP4 in whole-node pods, MoE
+TP2·PP4·DP8·EP8 and a ZeRO-3 TP4·DP4 fine-tune and TP4·DP16 in 4-GPU pods) plus two larger than
+one rail group (TP8·PP2·DP16 in whole-node pods, TP4·DP48 in 4-GPU pods).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "hack") not in sys.path:  # the dev-cluster harness and the demo's tenant layout
+    sys.path.insert(0, str(ROOT / "hack"))
+
+from kubernetes.client.exceptions import ApiException  # noqa: E402
+
+import side_by_side_kube as kube  # noqa: E402  (the script's own directory is sys.path[0])
+from demo.workloads import plan_tenants  # noqa: E402
+from devcluster import fakenodes, kueueobjects  # noqa: E402
+from fabricfit.api.models import TrainingTopologySpec  # noqa: E402
+from fabricfit.fabric.profiles import ProfileError, get_profile  # noqa: E402
+from fabricfit.fabric.snapshot import build_snapshot  # noqa: E402
+from fabricfit.placement.pricing import PricedPods, price_pods  # noqa: E402
+from fabricfit.placement.request import request_from_spec  # noqa: E402
+
+NATIVE = "topology.fabricfit.dev/"
+SPINE, RAIL_GROUP, RACK = NATIVE + "spine", NATIVE + "rail-group", NATIVE + "rack"
+HOSTNAME = kueueobjects.HOSTNAME
+LEVELS = (SPINE, RAIL_GROUP, RACK, HOSTNAME)
+SHORT = {SPINE: "spine", RAIL_GROUP: "rail-group", RACK: "rack", HOSTNAME: "hostname"}
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+SLICE_LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+FABRICS = ("dgx-h100", "h100-leaf-spine-2to1", "h100-rail-only", "gb200-nvl72")
+TIE = 0.005  # within 0.5 %: a tie
+REFUSAL_SETTLE_SECONDS = 3.0
+WIN = 1.3
+
+DENSE_70B = {"parameters": 70_000_000_000, "hiddenSize": 8192, "layers": 80, "microBatches": 16}
+MOE_47B = {"parameters": 47_000_000_000, "hiddenSize": 4096, "layers": 32, "experts": 64,
+           "topK": 2}  # fmt: skip
+SMALL_7B = {"parameters": 7_000_000_000, "hiddenSize": 4096, "layers": 32}
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    key: str  # also the Job's name
+    label: str
+    parallelism: Mapping[str, int]
+    model: Mapping[str, int]
+    gpus_per_pod: int = 8
+
+    @property
+    def world_size(self) -> int:
+        p = self.parallelism  # expert parallelism is carved out of data parallelism
+        return p.get("tensor", 1) * p.get("pipeline", 1) * p.get("data", 1) * p.get("context", 1)
+
+    def on(self, gpus_per_node: int) -> BenchJob:
+        """The job on nodes of ``gpus_per_node`` GPUs (4-GPU trays on NVL72)."""
+        if self.gpus_per_pod <= gpus_per_node:
+            return self
+        return BenchJob(self.key, self.label, self.parallelism, self.model, gpus_per_node)
+
+    @property
+    def pods(self) -> int:
+        return self.world_size // self.gpus_per_pod
+
+
+JOBS = (
+    BenchJob("dense", "dense TP8·PP4·DP4, whole-node pods",
+             {"tensor": 8, "pipeline": 4, "data": 4}, DENSE_70B),
+    BenchJob("moe", "MoE TP2·PP4·DP8·EP8, 4-GPU pods",
+             {"tensor": 2, "pipeline": 4, "data": 8, "expert": 8}, MOE_47B, 4),
+    BenchJob("zero3", "ZeRO-3 TP4·DP4 fine-tune, 4-GPU pods", {"tensor": 4, "data": 4},
+             {"parameters": 8_000_000_000, "hiddenSize": 4096, "layers": 32, "zeroStage": 3}, 4),
+    BenchJob("tp4dp16", "TP4·DP16, 4-GPU pods", {"tensor": 4, "data": 16}, SMALL_7B, 4),
+    BenchJob("wide-dense", "TP8·PP2·DP16 (2 rail groups), whole-node pods",
+             {"tensor": 8, "pipeline": 2, "data": 16}, DENSE_70B),
+    BenchJob("wide-tp4", "TP4·DP48 (1.5 rail groups), 4-GPU pods",
+             {"tensor": 4, "data": 48}, SMALL_7B, 4),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FabricShape:
+    """The kwok pool of one fabric."""
+
+    fabric: str
+    gpus_per_node: int
+    nodes_per_rail_group: int
+    nodes_per_rack: int
+    nvlink_domain_nodes: int
+    spines: int = 2
+    rail_groups_per_spine: int = 2
+
+    @property
+    def pool(self) -> str:
+        return f"bench-{self.fabric}"
+
+    @property
+    def rail_group_gpus(self) -> int:
+        return self.nodes_per_rail_group * self.gpus_per_node
+
+    def fake_fabric(self) -> fakenodes.FakeFabric:
+        return fakenodes.FakeFabric(
+            spines=self.spines,
+            rail_groups_per_spine=self.rail_groups_per_spine,
+            nodes_per_rail_group=self.nodes_per_rail_group,
+            nodes_per_rack=self.nodes_per_rack,
+            gpus_per_node=self.gpus_per_node,
+            nics_per_node=self.gpus_per_node,
+            nvlink_domain_nodes=self.nvlink_domain_nodes,
+            fabric=self.fabric,
+            prefix=self.fabric.replace("h100-", "").replace("leaf-spine-", "ls"),
+            pool=self.pool,
+        )
+
+
+def fabric_shape(fabric: str, rail_group_nodes: int) -> FabricShape:
+    """``rail_group_nodes`` 8-GPU nodes per rail group, racks of 4; on NVL72 the same GPUs
+    (rounded up to whole 18-tray racks) as 4-GPU trays."""
+    profile = get_profile(fabric)
+    gpus = profile.gpus_per_node
+    domain = max(1, profile.gpus_per_nvlink_domain // gpus)
+    if domain == 1:
+        return FabricShape(fabric, gpus, rail_group_nodes, 4, 1)
+    trays = rail_group_nodes * 8 // gpus
+    racks = max(1, -(-trays // domain))
+    return FabricShape(fabric, gpus, racks * domain, domain, domain)
+
+
+def _layers(job: BenchJob, shape: FabricShape) -> tuple[str, list[tuple[str, int]]]:
+    """The level a careful user keeps the job in and the slice layers (outer to inner)."""
+    level = RAIL_GROUP if job.world_size <= shape.rail_group_gpus else SPINE
+    pods, g = job.pods, job.gpus_per_pod
+    layers: list[tuple[str, int]] = []
+    if shape.nvlink_domain_nodes > 1:
+        # NVL72: a TP (x EP) block of ranks spanning trays stays in one rack (NVLink domain).
+        p = job.parallelism
+        block = p.get("tensor", 1) * (p.get("expert", 1) if p.get("expert", 1) > 1 else 1)
+        size = min(pods, max(1, block // g))
+        if size > 1:
+            layers.append((RACK, size))
+    elif g < shape.gpus_per_node:
+        # Partial-node pods: keep a node's worth of consecutive pods on one node (NVLink).
+        layers.append((HOSTNAME, min(pods, shape.gpus_per_node // g)))
+    stages = job.parallelism.get("pipeline", 1)
+    if level == SPINE and stages > 1:
+        # Data-parallel groups live inside a pipeline stage (rank order tp-cp-ep-dp-pp): one
+        # stage per rail group keeps their all-reduce off the spine. Without pipeline stages
+        # every data-parallel group spans the whole job, and no outer layer can help.
+        outer, inner = pods // stages, layers[0][1] if layers else 1
+        if outer % inner == 0:
+            layers.insert(0, (RAIL_GROUP, outer))
+    return level, layers
+
+
+def _annotations(mode: str, level: str, layers: Sequence[tuple[str, int]]) -> dict[str, str]:
+    out = {mode: level}
+    if len(layers) == 1:
+        out[SLICE_LEVEL], out[SLICE_SIZE] = layers[0][0], str(layers[0][1])
+    elif layers:
+        out[SLICE_LAYERS] = json.dumps([{"topology": t, "size": s} for t, s in layers])
+    return out
+
+
+def careful_user_annotations(job: BenchJob, shape: FabricShape) -> list[dict[str, str]]:
+    """Kueue TAS annotation sets a careful user would try, tightest first (see module doc)."""
+    level, layers = _layers(job, shape)
+    ladder = [
+        _annotations(REQUIRED, level, layers),
+        _annotations(PREFERRED, level, layers),
+        _annotations(PREFERRED, level, layers[-1:]),
+        _annotations(PREFERRED, level, []),
+    ]
+    unique: list[dict[str, str]] = []
+    for step in ladder:
+        if step not in unique:
+            unique.append(step)
+    return unique
+
+
+def describe(annotations: Mapping[str, str]) -> str:
+    """``required rail-group, slices hostname×2`` for the table."""
+    parts = []
+    for key, word in ((REQUIRED, "required"), (PREFERRED, "preferred")):
+        if key in annotations:
+            parts.append(f"{word} {SHORT[annotations[key]]}")
+    if SLICE_LEVEL in annotations:
+        parts.append(f"slice {SHORT[annotations[SLICE_LEVEL]]}×{annotations[SLICE_SIZE]}")
+    if SLICE_LAYERS in annotations:
+        layers = json.loads(annotations[SLICE_LAYERS])
+        parts.append("slices " + "/".join(f"{SHORT[x['topology']]}×{x['size']}" for x in layers))
+    return ", ".join(parts)
+
+
+def topology_spec(job: BenchJob) -> dict[str, Any]:
+    """The TrainingTopology a user writes for the job (fabric: from the nodes' label)."""
+    return {
+        "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": job.key},
+        "gpusPerPod": job.gpus_per_pod,
+        "parallelism": dict(job.parallelism),
+        "rankOrder": "tp-cp-ep-dp-pp",
+        "model": dict(job.model),
+        "placement": {"mode": "pinned", "tensor": "Required", "data": "Preferred"},
+    }
+
+
+@dataclass
+class Side:
+    """One scheduler's placement of one job, as the cluster shows it, priced."""
+
+    nodes: list[str]
+    step_ms: float
+    rail_groups: dict[str, int]
+    spines: dict[str, int]
+    data_groups_crossing_rail_group: int
+    seconds_to_bound: float
+    note: str = ""
+
+
+@dataclass
+class Row:
+    fabric: str
+    job: str
+    label: str
+    pods: int
+    gpus_per_pod: int
+    kueue_annotations: str
+    kueue_attempts: list[str] = field(default_factory=list)
+    kueue: Side | None = None
+    kueue_plain: Side | None = None  # only podset-preferred-topology: rail group (issue #16)
+    fabricfit: Side | None = None
+    lower_bound_ms: float | None = None
+    fabricfit_status_ms: float | None = None
+    fabric_reason: str = ""
+    error: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.kueue is None or self.fabricfit is None or self.fabricfit.step_ms <= 0:
+            return None
+        return self.kueue.step_ms / self.fabricfit.step_ms
+
+
+def _short(value: str) -> str:
+    return value.rsplit("/", 1)[-1].rsplit("|", 1)[-1].removeprefix("rg:")
+
+
+def _side(priced: PricedPods, nodes: list[str], seconds: float, note: str = "") -> Side:
+    return Side(
+        nodes=nodes,
+        step_ms=priced.predicted.step_comm_seconds * 1e3,
+        rail_groups={_short(k): v for k, v in sorted(priced.rail_groups.items())},
+        spines={_short(k): v for k, v in sorted(priced.spines.items())},
+        data_groups_crossing_rail_group=priced.quality.data_groups_crossing_rail_group,
+        seconds_to_bound=seconds,
+        note=note,
+    )
+
+
+class Bench:
+    """One run: the cluster, the operator, and the rows measured so far."""
+
+    def __init__(self, clients: kube.Clients, args: argparse.Namespace, started: float) -> None:
+        self.c = clients
+        self.args = args
+        self.rows: list[Row] = []
+        self.started = started
+
+    def say(self, message: str) -> None:
+        print(f"  [{time.monotonic() - self.started:5.0f} s] {message}", flush=True)
+
+    def snapshot(self, shape: FabricShape) -> Any:
+        nodes, pods = kube.read_cluster(self.c, shape.pool)
+        mine = (kube.KUEUE_NS, kube.FABRICFIT_NS)
+        others = [p for p in pods if p["metadata"]["namespace"] not in mine]
+        return build_snapshot(nodes, others, scheme="native")
+
+    def run_fabric(self, shape: FabricShape, jobs: Sequence[BenchJob]) -> None:
+        fabric = shape.fake_fabric()
+        manifests = fakenodes.node_manifests(fabric)
+        started = time.monotonic()
+        kube.create_nodes(self.c, manifests)
+        names = [m["metadata"]["name"] for m in manifests]
+        tenants = plan_tenants(names, self.args.tenant_share, self.args.seed, shape.gpus_per_node)
+        kube.create_tenants(self.c, [(f"{t.name}-{shape.pool}"[:63], t.node, t.gpus)
+                                     for t in tenants])  # fmt: skip
+        held = sum(t.gpus for t in tenants)
+        total = len(names) * shape.gpus_per_node
+        self.say(
+            f"{shape.fabric}: {len(names)} nodes of {shape.gpus_per_node} GPUs "
+            f"({shape.spines} spines × {shape.rail_groups_per_spine} rail groups × "
+            f"{shape.nodes_per_rail_group}), {held} of {total} GPUs held by {len(tenants)} "
+            f"tenant pods ({time.monotonic() - started:.0f} s)"
+        )
+        try:
+            with kube.kueue_queues(self.c, shape.pool, shape.pool, LEVELS, total) as queue:
+                for job in jobs:
+                    self.rows.append(self.run_job(shape, job.on(shape.gpus_per_node), queue))
+        finally:
+            kube.delete_tenants(self.c)
+            kube.delete_pool(self.c, shape.pool)
+
+    def run_job(self, shape: FabricShape, job: BenchJob, queue: str) -> Row:
+        ladder = careful_user_annotations(job, shape)
+        row = Row(shape.fabric, job.key, job.label, job.pods, job.gpus_per_pod, "")
+        left = kube.leftovers(self.c)
+        if left:
+            row.error = f"the cluster was not as the tenants left it ({left}); not measured"
+            self.say(f"{job.key}: {row.error}")
+            return row
+        snapshot = self.snapshot(shape)
+        spec = topology_spec(job)
+        request = request_from_spec(TrainingTopologySpec.model_validate(spec))
+        profile = get_profile(shape.fabric)
+        try:
+            kueue_nodes, used, seconds = self.place_with_kueue(shape, job, queue, ladder, row)
+            row.kueue_annotations = describe(used)
+            row.kueue = _side(price_pods(snapshot, request, profile, kueue_nodes), kueue_nodes,
+                              seconds)  # fmt: skip
+            if self.args.plain:
+                plain = [{PREFERRED: RAIL_GROUP}]
+                nodes, _, seconds = self.place_with_kueue(shape, job, queue, plain, Row(
+                    shape.fabric, job.key, job.label, job.pods, job.gpus_per_pod, ""))  # fmt: skip
+                row.kueue_plain = _side(price_pods(snapshot, request, profile, nodes), nodes,
+                                        seconds)  # fmt: skip
+            ff_nodes, tt, seconds = self.place_with_fabricfit(shape, job, spec)
+            status = tt.get("status") or {}
+            row.fabricfit = _side(price_pods(snapshot, request, profile, ff_nodes), ff_nodes,
+                                  seconds)  # fmt: skip
+            if status.get("lowerBoundSeconds") is not None:
+                row.lower_bound_ms = float(status["lowerBoundSeconds"]) * 1e3
+            predicted = status.get("predicted") or {}
+            if predicted.get("stepCommSeconds") is not None:
+                row.fabricfit_status_ms = float(predicted["stepCommSeconds"]) * 1e3
+            row.fabric_reason = f"{status.get('fabric', '?')}: {status.get('fabricReason', '')}"
+        except (kube.BenchError, ValueError) as err:
+            row.error = str(err)
+            self.say(f"{job.key}: {err}")
+        if row.kueue is not None and row.fabricfit is not None:
+            self.say(
+                f"{job.key}: Kueue {row.kueue.step_ms:.1f} ms [{row.kueue_annotations}] bound "
+                f"in {row.kueue.seconds_to_bound:.1f} s; fabricfit {row.fabricfit.step_ms:.1f} ms "
+                f"bound in {row.fabricfit.seconds_to_bound:.1f} s; ratio {row.ratio:.2f}"
+            )
+        return row
+
+    def place_with_kueue(
+        self, shape: FabricShape, job: BenchJob, queue: str,
+        ladder: Sequence[dict[str, str]], row: Row,
+    ) -> tuple[list[str], dict[str, str], float]:  # fmt: skip
+        for step in ladder:
+            started = time.monotonic()
+            body = kube.indexed_job(job.key, job.pods, job.gpus_per_pod, shape.pool,
+                                    queue=queue, annotations=step)  # fmt: skip
+            try:
+                created = self.c.batch.create_namespaced_job(kube.KUEUE_NS, body)
+            except ApiException as err:  # Kueue's webhook refused the annotations
+                reason = f"refused: {(err.body or err.reason or '')[:200]}"
+                row.kueue_attempts.append(f"{describe(step)}: {reason}")
+                self.say(f"{job.key}: [{describe(step)}] {reason}")
+                continue
+            uid = created.metadata.uid
+            outcome = self._wait_kueue(uid, job)
+            if isinstance(outcome, list):
+                seconds = time.monotonic() - started
+                workload = kube.workload_of(self.c, uid)
+                check = self._check_assignment(workload, outcome)
+                row.kueue_attempts.append(f"{describe(step)}: admitted{check}")
+                kube.delete_job(self.c, kube.KUEUE_NS, job.key)
+                return outcome, step, seconds
+            row.kueue_attempts.append(f"{describe(step)}: not admitted ({outcome})")
+            self.say(f"{job.key}: Kueue did not admit [{describe(step)}]: {outcome}")
+            kube.delete_job(self.c, kube.KUEUE_NS, job.key)
+        raise kube.BenchError(f"Kueue admitted none of {len(ladder)} annotation sets")
+
+    def _wait_kueue(self, uid: str, job: BenchJob) -> list[str] | str:
+        """The pods' nodes once Kueue admitted and kube-scheduler bound them, else why not."""
+        deadline = time.monotonic() + self.args.admit_seconds
+        message, refused_at = "no Workload yet", None
+        while time.monotonic() < deadline:
+            workload = kube.workload_of(self.c, uid)
+            if workload is not None:
+                if kueueobjects.is_admitted(workload):
+                    found: list[str] = kube.poll(
+                        lambda: kube.bound_nodes(self.c, kube.KUEUE_NS, job.key, job.pods),
+                        120, f"{job.pods} pods of {job.key} bound")  # fmt: skip
+                    return found
+                reserved = kueueobjects.condition(workload, "QuotaReserved")
+                if reserved is not None and reserved.get("status") == "False":
+                    message = str(reserved.get("message") or "")[:200]
+                    # Kueue tried and said why; the cluster does not change while it waits, so
+                    # a refusal that stands for a few seconds is final.
+                    if "couldn't assign flavors" in message:
+                        refused_at = refused_at or time.monotonic()
+                        if time.monotonic() - refused_at >= REFUSAL_SETTLE_SECONDS:
+                            return message
+            time.sleep(0.5)
+        return message
+
+    def _check_assignment(self, workload: Mapping[str, Any] | None, nodes: list[str]) -> str:
+        """Kueue's TopologyAssignment against where the pods are bound."""
+        if workload is None:
+            return ""
+        counts: dict[tuple[str, ...], int] = {}
+        for assignment in kueueobjects.podset_assignments(workload).values():
+            topo = assignment.get("topologyAssignment")
+            if topo:
+                counts.update(kueueobjects.assignment_counts(topo))
+        bound: dict[tuple[str, ...], int] = {}
+        for node in nodes:
+            bound[(node,)] = bound.get((node,), 0) + 1
+        return "" if counts == bound else " (pods NOT where its TopologyAssignment says)"
+
+    def place_with_fabricfit(
+        self, shape: FabricShape, job: BenchJob, spec: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any], float]:
+        started = time.monotonic()
+        self.c.batch.create_namespaced_job(
+            kube.FABRICFIT_NS, kube.indexed_job(job.key, job.pods, job.gpus_per_pod, shape.pool)
+        )
+        kube.create_topology(self.c, {"apiVersion": "fabricfit.dev/v1alpha1",
+                                      "kind": "TrainingTopology",
+                                      "metadata": {"name": job.key}, "spec": spec})  # fmt: skip
+        try:
+            nodes: list[str] = kube.poll(
+                lambda: kube.bound_nodes(self.c, kube.FABRICFIT_NS, job.key, job.pods),
+                self.args.admit_seconds * 3, f"fabricfit to place {job.key}")  # fmt: skip
+            seconds = time.monotonic() - started
+
+            def placed() -> dict[str, Any] | None:
+                tt = kube.read_topology(self.c, job.key)
+                conds = (tt.get("status") or {}).get("conditions") or []
+                ok = any(c["type"] == "Placed" and c["status"] == "True" for c in conds)
+                return tt if ok else None
+
+            tt: dict[str, Any] = kube.poll(placed, 60, f"{job.key} to report Placed")
+            return nodes, tt, seconds
+        finally:
+            # The job (and its pods) first: whatever happens to the topology, the next run
+            # must find the cluster as the tenants left it.
+            kube.delete_job(self.c, kube.FABRICFIT_NS, job.key)
+            kube.delete_topology(self.c, job.key)
+
+
+def _groups(counts: Mapping[str, int]) -> str:
+    return " ".join(f"{k}:{v}" for k, v in counts.items())
+
+
+def _plain(r: Row) -> str:
+    if r.kueue_plain is None or r.fabricfit is None or r.fabricfit.step_ms <= 0:
+        return "-"
+    return f"{r.kueue_plain.step_ms:.1f} ({r.kueue_plain.step_ms / r.fabricfit.step_ms:.2f}×)"
+
+
+def verdict(ratio: float | None) -> str:
+    if ratio is None:
+        return "not measured"
+    if ratio < 1 - TIE:
+        return f"**fabricfit worse** ({1 / ratio:.2f}×)"
+    if ratio <= 1 + TIE:
+        return "tie"
+    return f"fabricfit {ratio:.2f}× less"
+
+
+def markdown(rows: Sequence[Row]) -> list[str]:
+    """The table per fabric, then the mix per fabric and over everything."""
+    lines = [
+        "| fabric | job | pods | Kueue TAS annotations (admitted) | Kueue: rail groups · spines "
+        "| fabricfit: rail groups · spines | Kueue ms | fabricfit ms | bound ms "
+        "| Kueue ÷ fabricfit | Kueue, preferred rail-group only: ms (÷ fabricfit) |",
+        "|---|---|---|---|---|---|---:|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        if r.kueue is None or r.fabricfit is None:
+            lines.append(f"| {r.fabric} | {r.label} | {r.pods} | {r.kueue_annotations} | "
+                         f"not measured: {r.error} | | | | | | |")  # fmt: skip
+            continue
+        bound = f"{r.lower_bound_ms:.1f}" if r.lower_bound_ms is not None else "-"
+        lines.append(
+            f"| {r.fabric} | {r.label} | {r.pods}×{r.gpus_per_pod} | {r.kueue_annotations} | "
+            f"{_groups(r.kueue.rail_groups)} · {len(r.kueue.spines)} | "
+            f"{_groups(r.fabricfit.rail_groups)} · {len(r.fabricfit.spines)} | "
+            f"{r.kueue.step_ms:.1f} | {r.fabricfit.step_ms:.1f} | {bound} | {verdict(r.ratio)} | "
+            f"{_plain(r)} |"
+        )
+    lines.append("")
+    lines.append("| fabric | jobs | fabricfit ≥ 1.3× less | ties | fabricfit worse | "
+                 "mix: Σ Kueue ÷ Σ fabricfit | geometric mean |")  # fmt: skip
+    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+    fabrics = list(dict.fromkeys(r.fabric for r in rows))
+    for fabric in [*fabrics, "all"]:
+        mine = [r for r in rows if fabric in ("all", r.fabric) and r.ratio]
+        if not mine:
+            continue
+        ratios = [r.ratio for r in mine if r.ratio is not None]
+        total_k = sum(r.kueue.step_ms for r in mine if r.kueue)
+        total_f = sum(r.fabricfit.step_ms for r in mine if r.fabricfit)
+        lines.append(
+            f"| {fabric} | {len(mine)} | {sum(x >= WIN for x in ratios)} | "
+            f"{sum(abs(x - 1) <= TIE for x in ratios)} | {sum(x < 1 - TIE for x in ratios)} | "
+            f"{total_k / total_f:.2f}× | {statistics.geometric_mean(ratios):.2f}× |"
+        )
+    return lines
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--fabrics", default=",".join(FABRICS), help="comma-separated presets")
+    parser.add_argument("--jobs", default=",".join(j.key for j in JOBS),
+                        help=f"comma-separated, of {', '.join(j.key for j in JOBS)}")  # fmt: skip
+    parser.add_argument("--rail-group-nodes", type=int, default=16,
+                        help="8-GPU nodes per rail group (2 spines × 2 rail groups)")  # fmt: skip
+    parser.add_argument("--tenant-share", type=float, default=0.24)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--admit-seconds", type=float, default=30,
+                        help="how long Kueue gets to admit one annotation set")  # fmt: skip
+    parser.add_argument("--controllers", default="kueue,jobset,lws")
+    parser.add_argument("--no-plain", dest="plain", action="store_false",
+                        help="skip the Kueue run with only a preferred rail group")  # fmt: skip
+    parser.add_argument("--state-dir", type=Path, help="cluster state (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="leave the cluster running")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    known = {j.key for j in JOBS}
+    for name in args.jobs.split(","):
+        if name not in known:
+            parser.error(f"unknown job {name!r}; expected some of {', '.join(sorted(known))}")
+    for name in args.fabrics.split(","):
+        try:
+            get_profile(name)
+        except ProfileError:
+            parser.error(f"unknown fabric {name!r}")
+    if not 0 <= args.tenant_share <= 0.9:
+        parser.error("--tenant-share must be between 0 and 0.9")
+    if args.rail_group_nodes < 1:
+        parser.error("--rail-group-nodes must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    jobs = [j for j in JOBS if j.key in args.jobs.split(",")]
+    state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="fabricfit-bench-kueue-"))
+    started = time.monotonic()
+    print(f"== local control plane with {args.controllers} (state {state_dir})", flush=True)
+    bench: Bench | None = None
+    try:
+        _, clients = kube.start_cluster(state_dir, args.controllers, lambda m: print(f"  {m}"))
+        kube.ensure_namespaces(clients)
+        log = kube.start_operator(state_dir)
+        print(f"  fabricfit operator up (log {log})", flush=True)
+        bench = Bench(clients, args, started)
+        for fabric in args.fabrics.split(","):
+            print(f"== {fabric}", flush=True)
+            bench.run_fabric(fabric_shape(fabric, args.rail_group_nodes), jobs)
+    except kube.BenchError as err:
+        print(f"kueue_side_by_side: {err}", file=sys.stderr)
+        return 1
+    finally:
+        if not args.keep:
+            kube.stop_cluster(state_dir)
+            if args.state_dir is None:
+                shutil.rmtree(state_dir, ignore_errors=True)
+    rows = bench.rows if bench is not None else []
+    print()
+    print(f"fabricfit placed in mode pinned; Kueue v0.19.2 TAS placed alone. "
+          f"{len(rows)} jobs in {time.monotonic() - started:.0f} s.")  # fmt: skip
+    print()
+    print("\n".join(markdown(rows)))
+    print()
+    for r in rows:
+        print(f"{r.fabric} {r.job}: Kueue tried " + "; ".join(r.kueue_attempts))
+        if r.fabricfit_status_ms is not None and r.fabricfit is not None:
+            print(f"  fabricfit's status said {r.fabricfit_status_ms:.1f} ms (priced here "
+                  f"{r.fabricfit.step_ms:.1f} ms); fabric {r.fabric_reason}")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) | {"ratio": r.ratio} for r in rows], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

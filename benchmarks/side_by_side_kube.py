@@ -1,0 +1,301 @@
+"""Cluster actions of ``kueue_side_by_side.py``: the control plane with Kueue, fake nodes, tenant
+pods, Kueue queues, jobs placed by Kueue or by fabricfit, and what the cluster shows afterwards.
+
+Everything goes through the API server of the project's local control plane (``hack/cluster up
+--with ...`` in a private state directory); nothing here decides or prices a placement.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from devcluster import cluster, fakenodes, jobs, kueueobjects
+from devcluster.controllers import KUEUE_IGNORE_LABEL, KUEUE_IGNORE_VALUE
+from devcluster.processes import free_port, http_ok, wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+TT = jobs.TT
+POOL_LABEL = fakenodes.POOL_LABEL
+INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+GPU = "nvidia.com/gpu"
+KUEUE_NS = "bench-kueue"  # Kueue manages jobs here
+FABRICFIT_NS = "bench-fabricfit"  # Kueue leaves this alone: fabricfit pins the jobs
+TENANTS_NS = "bench-tenants"  # other tenants' pods, bound by name
+CREATE_THREADS = 8
+
+
+class BenchError(Exception):
+    """A failure reported in one line."""
+
+
+def poll(check: Callable[[], Any], timeout_seconds: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise BenchError(f"timed out after {timeout_seconds:.0f} s waiting for {what}")
+
+
+@dataclass(frozen=True)
+class Clients:
+    api: Any
+    core: Any
+    batch: Any
+    custom: Any
+
+    @classmethod
+    def connect(cls, kubeconfig: Path) -> Clients:
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(str(kubeconfig))
+        return cls(api, client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api))
+
+
+def start_cluster(
+    state_dir: Path, controllers: str, say: Callable[[str], None]
+) -> tuple[Path, Clients]:
+    """``hack/cluster up --with <controllers>`` in ``state_dir``; the CRDs applied."""
+    env = {**os.environ, "FABRICFIT_STATE_DIR": str(state_dir)}
+    env.pop("KUBECONFIG", None)
+    argv = [str(ROOT / "hack" / "cluster"), "up", "--with", controllers]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise BenchError(f"hack/cluster up --with {controllers} failed: {tail}")
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("KUBECONFIG=")]
+    if not lines:
+        raise BenchError("hack/cluster up printed no KUBECONFIG= line")
+    kubeconfig = Path(lines[-1].split("=", 1)[1])
+    say(f"control plane up ({controllers}): KUBECONFIG={kubeconfig}")
+    from devcluster import binaries
+
+    kubectl = str(binaries.locate().kubectl)
+    subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "apply", "-f", str(ROOT / "crds")],
+                   check=True, capture_output=True)  # fmt: skip
+    return kubeconfig, Clients.connect(kubeconfig)
+
+
+def stop_cluster(state_dir: Path) -> None:
+    env = {**os.environ, "FABRICFIT_STATE_DIR": str(state_dir)}
+    subprocess.run([str(ROOT / "hack" / "cluster"), "down"], env=env, capture_output=True,
+                   check=False)  # fmt: skip
+
+
+def start_operator(state_dir: Path, extra: Sequence[str] = ()) -> Path:
+    """``fabricfit run --standalone`` attached to the cluster (``down`` stops it); its log."""
+    previous = os.environ.get("FABRICFIT_STATE_DIR")
+    os.environ["FABRICFIT_STATE_DIR"] = str(state_dir)
+    try:
+        state = cluster.require_state()
+        liveness = f"http://127.0.0.1:{free_port()}/healthz"
+        argv = [sys.executable, "-m", "fabricfit", "run", "--standalone",
+                "--kubeconfig", str(state.kubeconfig), "--metrics-port", "0",
+                "--liveness", liveness, "--resync-seconds", "2", *extra]  # fmt: skip
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "KUBECONFIG": str(state.kubeconfig)}
+        started = cluster.attach(state, "fabricfit-operator", argv, env=env, marker="fabricfit")
+        wait_until("the fabricfit operator", lambda: http_ok(liveness), started, 90)
+        return Path(state.directory) / "logs" / "fabricfit-operator.log"
+    finally:
+        if previous is None:
+            os.environ.pop("FABRICFIT_STATE_DIR", None)
+        else:
+            os.environ["FABRICFIT_STATE_DIR"] = previous
+
+
+def ensure_namespaces(c: Clients) -> None:
+    for name, kueue in ((KUEUE_NS, True), (FABRICFIT_NS, False), (TENANTS_NS, False)):
+        labels = {} if kueue else {KUEUE_IGNORE_LABEL: KUEUE_IGNORE_VALUE}
+        try:
+            c.core.create_namespace({"metadata": {"name": name, "labels": labels}})
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    for name in (KUEUE_NS, FABRICFIT_NS, TENANTS_NS):
+        poll(lambda n=name: _has_default_sa(c, n), 60, f"the default ServiceAccount of {name}")
+
+
+def _has_default_sa(c: Clients, namespace: str) -> bool:
+    try:
+        c.core.read_namespaced_service_account("default", namespace)
+    except ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True
+
+
+def create_nodes(c: Clients, manifests: Sequence[dict[str, Any]]) -> None:
+    chunks = [list(manifests[i::CREATE_THREADS]) for i in range(CREATE_THREADS)]
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        list(pool.map(lambda chunk: fakenodes.create_nodes(c.core, chunk), chunks))
+    names = [m["metadata"]["name"] for m in manifests]
+    fakenodes.wait_ready(c.core, names, timeout_seconds=240)
+
+
+def delete_pool(c: Clients, pool: str) -> None:
+    names = [n.metadata.name for n in c.core.list_node(label_selector=f"{POOL_LABEL}={pool}").items]
+    fakenodes.delete_nodes(c.core, names)
+
+
+def create_tenants(c: Clients, tenants: Sequence[tuple[str, str, int]]) -> None:
+    """Other tenants' pods ``(name, node, gpus)``, bound by name; waits until they all run."""
+    for name, node, gpus in tenants:
+        c.core.create_namespaced_pod(TENANTS_NS, {
+            "metadata": {"name": name, "labels": {"app": "tenant"}},
+            "spec": {"nodeName": node, "containers": [{
+                "name": "work", "image": "example.invalid/tenant:1",
+                "resources": {"limits": {GPU: str(gpus)}}}]},
+        })  # fmt: skip
+    wanted = {name for name, _, _ in tenants}
+
+    def running() -> bool:
+        pods = c.core.list_namespaced_pod(TENANTS_NS).items
+        return wanted <= {p.metadata.name for p in pods if p.status.phase == "Running"}
+
+    poll(running, 120, f"{len(wanted)} tenant pods to run")
+
+
+def delete_tenants(c: Clients) -> None:
+    c.core.delete_collection_namespaced_pod(TENANTS_NS, grace_period_seconds=0)
+    poll(lambda: not c.core.list_namespaced_pod(TENANTS_NS).items, 120, "tenant pods to go")
+
+
+@contextmanager
+def kueue_queues(
+    c: Clients, name: str, pool: str, levels: Sequence[str], gpus: int
+) -> Iterator[str]:
+    """Topology, TAS ResourceFlavor on the pool, ClusterQueue and LocalQueue, all ``name``."""
+    group, version = kueueobjects.GROUP, kueueobjects.VERSION
+    objects = [
+        ("topologies", kueueobjects.topology(name, levels)),
+        ("resourceflavors", kueueobjects.resource_flavor(name, {POOL_LABEL: pool}, name)),
+        ("clusterqueues", kueueobjects.cluster_queue(name, name, gpus)),
+    ]
+    created: list[str] = []
+    try:
+        for plural, body in objects:
+            c.custom.create_cluster_custom_object(group, version, plural, body)
+            created.append(plural)
+        c.custom.create_namespaced_custom_object(
+            group, version, KUEUE_NS, "localqueues", kueueobjects.local_queue(name, name)
+        )
+        yield name
+    finally:
+        with suppress(ApiException):  # it may not have been created
+            c.custom.delete_namespaced_custom_object(group, version, KUEUE_NS, "localqueues", name)
+        for plural in reversed(created):
+            c.custom.delete_cluster_custom_object(group, version, plural, name)
+
+
+def indexed_job(
+    name: str, pods: int, gpus: int, pool: str, *,
+    queue: str | None = None, annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """``devcluster.jobs``'s suspended Indexed Job on the pool, with Kueue's queue label and the
+    pod template's TAS annotations when given."""
+    job = jobs.indexed_job(name, pods, pool, gpus)
+    if queue:
+        job["metadata"]["labels"] = {kueueobjects.QUEUE_LABEL: queue}
+    if annotations:
+        job["spec"]["template"]["metadata"] = {"annotations": dict(annotations)}
+    return job
+
+
+def bound_nodes(c: Clients, namespace: str, job: str, pods: int) -> list[str] | None:
+    """Node of each pod by completion index, once every pod is bound (pod.spec.nodeName)."""
+    items = c.core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items
+    live = [p for p in items if p.metadata.deletion_timestamp is None]
+    nodes = {int(p.metadata.labels[INDEX_LABEL]): p.spec.node_name for p in live}
+    if len(nodes) != pods or not all(nodes.values()):
+        return None
+    return [nodes[i] for i in range(pods)]
+
+
+def workload_of(c: Clients, job_uid: str) -> dict[str, Any] | None:
+    listing = c.custom.list_namespaced_custom_object(
+        kueueobjects.GROUP, kueueobjects.VERSION, KUEUE_NS, "workloads"
+    )
+    found: dict[str, Any] | None = kueueobjects.owned_workload(listing.get("items", []), job_uid)
+    return found
+
+
+def delete_job(c: Clients, namespace: str, job: str) -> None:
+    """Delete the job, its pods (at once: kwok runs them) and, for Kueue, its Workload."""
+    try:
+        c.batch.delete_namespaced_job(job, namespace, propagation_policy="Background")
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+    def gone() -> bool:
+        selector = f"job-name={job}"
+        c.core.delete_collection_namespaced_pod(
+            namespace, label_selector=selector, grace_period_seconds=0
+        )
+        same = [j for j in c.batch.list_namespaced_job(namespace).items if j.metadata.name == job]
+        return not same and not c.core.list_namespaced_pod(namespace, label_selector=selector).items
+
+    poll(gone, 120, f"job {job} and its pods to go")
+
+
+def read_cluster(c: Clients, pool: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Node and Pod objects (plain dicts) of the pool and every namespace."""
+    nodes = c.core.list_node(label_selector=f"{POOL_LABEL}={pool}").items
+    pods = c.core.list_pod_for_all_namespaces().items
+    return (
+        [c.api.sanitize_for_serialization(n) for n in nodes],
+        [c.api.sanitize_for_serialization(p) for p in pods],
+    )
+
+
+def create_topology(c: Clients, body: dict[str, Any]) -> None:
+    c.custom.create_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2], body)
+
+
+def read_topology(c: Clients, name: str) -> dict[str, Any]:
+    return dict(c.custom.get_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2], name))
+
+
+def delete_topology(c: Clients, name: str) -> None:
+    try:
+        c.custom.delete_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2], name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+    def gone() -> bool:
+        try:
+            read_topology(c, name)
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        return False
+
+    poll(gone, 180, f"TrainingTopology {name} to go (its reservation released)")
+
+
+def leftovers(c: Clients) -> str:
+    """What an earlier job left behind (pods of the benchmark's jobs, TrainingTopologies)."""
+    found = []
+    for namespace in (KUEUE_NS, FABRICFIT_NS):
+        pods = c.core.list_namespaced_pod(namespace).items
+        if pods:
+            found.append(f"{len(pods)} pods in {namespace}")
+    tts = c.custom.list_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2])["items"]
+    if tts:
+        found.append(f"TrainingTopologies {', '.join(t['metadata']['name'] for t in tts)}")
+    return "; ".join(found)

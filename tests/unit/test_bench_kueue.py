@@ -1,0 +1,126 @@
+"""The side-by-side benchmark's pure parts: the annotations a careful Kueue user writes, the
+pools per fabric and the table (the run itself needs a cluster: make bench-kueue)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
+
+import kueue_side_by_side as bench  # noqa: E402
+
+JOBS = {j.key: j for j in bench.JOBS}
+H100 = bench.fabric_shape("dgx-h100", 16)
+NVL72 = bench.fabric_shape("gb200-nvl72", 16)
+
+
+def test_pools_hold_the_same_gpus_on_every_fabric() -> None:
+    assert (H100.gpus_per_node, H100.nodes_per_rail_group, H100.nodes_per_rack) == (8, 16, 4)
+    # NVL72: 4-GPU trays in 18-tray racks (one NVLink domain each), two racks per rail group.
+    assert (NVL72.gpus_per_node, NVL72.nodes_per_rail_group, NVL72.nvlink_domain_nodes) == (
+        4,
+        36,
+        18,
+    )
+    assert NVL72.rail_group_gpus >= H100.rail_group_gpus
+    fake = NVL72.fake_fabric()
+    assert fake.node_count == 144 and fake.fabric == "gb200-nvl72" and fake.pool == NVL72.pool
+
+
+def test_whole_node_job_in_a_rail_group_is_required_there_then_preferred() -> None:
+    ladder = bench.careful_user_annotations(JOBS["dense"], H100)
+    assert ladder == [
+        {bench.REQUIRED: bench.RAIL_GROUP},
+        {bench.PREFERRED: bench.RAIL_GROUP},
+    ]
+
+
+def test_partial_node_pods_ask_for_pairs_on_one_node() -> None:
+    ladder = bench.careful_user_annotations(JOBS["moe"], H100)
+    assert ladder[0] == {
+        bench.REQUIRED: bench.RAIL_GROUP,
+        bench.SLICE_LEVEL: bench.HOSTNAME,
+        bench.SLICE_SIZE: "2",
+    }
+    assert ladder[-1] == {bench.PREFERRED: bench.RAIL_GROUP}
+    assert bench.describe(ladder[0]) == "required rail-group, slice hostname×2"
+
+
+def test_a_job_larger_than_a_rail_group_gets_the_spine_and_a_stage_per_rail_group() -> None:
+    # TP8 PP2 DP16 in whole-node pods: 32 pods, two stages of 16; DP groups live in a stage.
+    ladder = bench.careful_user_annotations(JOBS["wide-dense"], H100)
+    first = ladder[0]
+    assert first == {
+        bench.REQUIRED: bench.SPINE,
+        bench.SLICE_LEVEL: bench.RAIL_GROUP,
+        bench.SLICE_SIZE: "16",
+    }
+    assert ladder[-1] == {bench.PREFERRED: bench.SPINE}
+    # 4-GPU pods: the stage layer outside, node pairs inside; looser steps drop layers from
+    # the outside in and never repeat themselves.
+    nvl = bench.careful_user_annotations(JOBS["wide-dense"].on(4), NVL72)
+    assert json.loads(nvl[0][bench.SLICE_LAYERS]) == [
+        {"topology": bench.RAIL_GROUP, "size": 32},
+        {"topology": bench.RACK, "size": 2},
+    ]
+    assert bench.describe(nvl[0]) == "required spine, slices rail-group×32/rack×2"
+    assert nvl[2] == {bench.PREFERRED: bench.SPINE, bench.SLICE_LEVEL: bench.RACK,
+                      bench.SLICE_SIZE: "2"}  # fmt: skip
+    assert len(nvl) == len({json.dumps(step, sort_keys=True) for step in nvl}) == 4
+    # Without pipeline stages every DP group spans the job: no outer layer.
+    wide = bench.careful_user_annotations(JOBS["wide-tp4"], H100)[0]
+    assert wide == {bench.REQUIRED: bench.SPINE, bench.SLICE_LEVEL: bench.HOSTNAME,
+                    bench.SLICE_SIZE: "2"}  # fmt: skip
+
+
+def test_on_nvl72_a_tensor_or_expert_block_of_trays_stays_in_one_rack() -> None:
+    dense = JOBS["dense"].on(NVL72.gpus_per_node)  # TP8 over two 4-GPU trays
+    assert dense.pods == 32
+    step = bench.careful_user_annotations(dense, NVL72)[0]
+    assert (step[bench.SLICE_LEVEL], step[bench.SLICE_SIZE]) == (bench.RACK, "2")
+    moe = bench.careful_user_annotations(JOBS["moe"], NVL72)[0]  # TP2 x EP8 = 16 ranks
+    assert (moe[bench.SLICE_LEVEL], moe[bench.SLICE_SIZE]) == (bench.RACK, "4")
+    zero3 = bench.careful_user_annotations(JOBS["zero3"], NVL72)[0]  # TP4 inside a tray
+    assert zero3 == {bench.REQUIRED: bench.RAIL_GROUP}
+
+
+def _row(job: str, kueue_ms: float, ours_ms: float) -> bench.Row:
+    def side(ms: float) -> bench.Side:
+        return bench.Side(["n0"], ms, {"rg-0": 1}, {"spine-0": 1}, 0, 1.0)
+
+    row = bench.Row("dgx-h100", job, job, 1, 8, "preferred rail-group")
+    row.kueue, row.fabricfit, row.lower_bound_ms = side(kueue_ms), side(ours_ms), ours_ms
+    return row
+
+
+def test_the_table_says_ties_wins_and_losses_plainly() -> None:
+    rows = [_row("a", 100.0, 100.2), _row("b", 182.0, 100.0), _row("c", 90.0, 100.0)]
+    lines = bench.markdown(rows)
+    assert "| tie |" in lines[2]
+    assert "fabricfit 1.82× less" in lines[3]
+    assert "**fabricfit worse** (1.11×)" in lines[4]
+    summary = [ln for ln in lines if ln.startswith("| dgx-h100 | 3 |")]
+    assert summary == ["| dgx-h100 | 3 | 1 | 1 | 1 | 1.24× | 1.18× |"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--jobs", "dense,huge"], "unknown job 'huge'"),
+        (["--fabrics", "nvl-9000"], "unknown fabric 'nvl-9000'"),
+        (["--tenant-share", "0.95"], "--tenant-share must be between 0 and 0.9"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        bench.parse_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
