@@ -100,6 +100,9 @@ def test_spares_stay_free_and_drained_trays_move_to_a_spare_of_their_rack(
     trays = sorted(n for n, r in rack.items() if r == home)
     spares = trays[-2:]  # all trays equally free: the last two of the rack
     assert len(set(nodes.values())) == 16 and not set(nodes.values()) & set(spares)
+    reported = tt["status"]["spares"]
+    assert reported["perNvlinkDomain"] == 2 and reported["source"] == "spec.placement.spares"
+    assert set(spares) <= set(reported["nodes"]) and len(reported["nodes"]) == 4
     # A small job would best-fit into the rack's last two trays; they are spares, so it goes to
     # the other rack, whose own two last trays it leaves free too.
     batch.create_namespaced_job(namespace, indexed_job("small", 2, POOL, gpus=4))

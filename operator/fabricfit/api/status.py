@@ -217,6 +217,24 @@ class ComputeDomainReport(StatusModel):
     )
 
 
+class SpareReport(StatusModel):
+    """The spare nodes a plan leaves free in each multi-node NVLink domain (placement.spares)."""
+
+    per_nvlink_domain: int = Field(
+        ge=1, le=1024, description="Spare nodes kept free per NVLink domain."
+    )
+    source: str = Field(
+        max_length=80,
+        description="Where that number comes from: spec.placement.spares or fabric <profile>.",
+    )
+    nodes: tuple[NodeName, ...] = Field(
+        default=(),
+        max_length=MAX_PODS,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="The spare nodes, sorted, as of the last plan or re-placement.",
+    )
+
+
 class TrainingTopologyStatus(StatusModel):
     """Status of a TrainingTopology: conditions, the plan, its reservation and prediction."""
 
@@ -299,6 +317,9 @@ class TrainingTopologyStatus(StatusModel):
     label_scheme: str | None = Field(default=None, max_length=63, description="Label scheme used.")
     compute_domain: ComputeDomainReport | None = Field(
         default=None, description="The plan's ComputeDomain (multi-node NVLink), when it needs one."
+    )
+    spares: SpareReport | None = Field(
+        default=None, description="Spare nodes the plan keeps free, when it keeps any."
     )
     planned_at: str | None = Field(
         default=None,

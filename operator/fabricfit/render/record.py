@@ -24,7 +24,7 @@ from typing import Any
 from fabricfit.api.rules import MAX_PODS
 from fabricfit.placement.quality import PlanQuality
 from fabricfit.placement.replace import Replacement
-from fabricfit.render.status import format_seconds, prediction_fields
+from fabricfit.render.status import format_seconds, prediction_fields, spares_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,8 @@ def read_plan(status: Mapping[str, Any] | None) -> PlanRecord:
 
 
 def plan_fields(replacement: Replacement, gpus_per_pod: int) -> dict[str, Any]:
-    """``status.pods``, ``status.reservation`` and ``status.predicted`` after a re-placement."""
+    """``status.pods``, ``status.reservation``, ``status.predicted`` and ``status.spares`` after a
+    re-placement."""
     pods = replacement.pods
     per_node = Counter(pods)
     predicted = prediction_fields(replacement.predicted, replacement.groups, replacement.quality)
@@ -82,6 +83,7 @@ def plan_fields(replacement: Replacement, gpus_per_pod: int) -> dict[str, Any]:
         ],
         "predicted": predicted,
         "stepComm": format_seconds(predicted["stepCommSeconds"]) if predicted else None,
+        "spares": spares_fields(replacement.spares, replacement.moved.values()),
     }
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +43,7 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, Groups
 from fabricfit.placement.quality import PlanQuality, decision_quality
+from fabricfit.placement.spares import SpareSet
 
 MAX_REASON_CHARS = 1024
 # Go-style units under a minute, largest first: what `kubectl` users read as durations.
@@ -131,6 +132,20 @@ def build_plan_status(
         "fabric": decision.fabric or None,
         "labelScheme": snapshot.scheme if snapshot is not None else None,
         "plannedAt": timestamp(planned_at) if planned_at is not None else None,
+        "spares": spares_fields(decision.spares),
+    }
+
+
+def spares_fields(spares: SpareSet, used: Iterable[str] = ()) -> dict[str, Any] | None:
+    """``status.spares``: the spares of a plan, minus the ones a re-placement just ``used``;
+    None when the plan keeps none."""
+    if spares.per_domain <= 0:
+        return None
+    taken = set(used)
+    return {
+        "perNvlinkDomain": spares.per_domain,
+        "source": spares.source,
+        "nodes": [n for n in spares.nodes if n not in taken][:MAX_PODS],
     }
 
 

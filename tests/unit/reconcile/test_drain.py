@@ -107,6 +107,11 @@ def placed_rack() -> tuple[Rack, tuple[str, ...]]:
     rack.bind_pinned()
     assert rack.reconcile().plan.pods == plan
     assert rack.world.condition("Placed") == ("True", "AllPodsBound")
+    assert rack.world.status()["spares"] == {
+        "perNvlinkDomain": 2,
+        "source": "spec.placement.spares",
+        "nodes": list(SPARES),
+    }
     return rack, plan
 
 
@@ -117,6 +122,7 @@ def test_a_cordoned_tray_is_drained_onto_a_spare_of_its_rack() -> None:
     moved = read_plan(rack.world.status()).pods
     assert moved[1] in SPARES and moved[:1] + moved[2:] == plan[:1] + plan[2:]
     assert sum(read_plan(rack.world.status()).reservation.values()) == 16
+    assert rack.world.status()["spares"]["nodes"] == [s for s in SPARES if s != moved[1]]
     status, reason, message = rack.degraded()
     assert (status, reason) == ("True", "NodeMaintenance")
     assert f"ranks 4..7 (pod 1) on {plan[1]} (cordoned) re-placed to {moved[1]}" in message

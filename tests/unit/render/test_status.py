@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -19,12 +20,14 @@ from fabricfit.placement import plan_placement, request_from_spec
 from fabricfit.placement.decision import LargestFit, PlacementDecision, StepTimes
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.quality import decision_quality
+from fabricfit.placement.spares import SpareSet
 from fabricfit.reconcile.inventory import slim_node, take_snapshot
 from fabricfit.render.status import (
     build_plan_status,
     format_percent,
     format_seconds,
     reservation_of,
+    spares_fields,
     timestamp,
 )
 
@@ -107,6 +110,7 @@ def test_placed_status() -> None:
         "fabric": "dgx-h100",
         "labelScheme": None,
         "plannedAt": "2026-12-02T10:00:00Z",
+        "spares": None,
     }
     model = TrainingTopologyStatus.model_validate(body)
     written = model.to_body()
@@ -180,6 +184,7 @@ def test_infeasible_status_clears_the_previous_plan() -> None:
         "fabric": "dgx-h100",
         "labelScheme": None,
         "plannedAt": None,
+        "spares": None,
     }
     TrainingTopologyStatus.model_validate(body)
 
@@ -290,3 +295,21 @@ def test_percent_rounds_down(ratio: float, text: str) -> None:
 @given(st.floats(min_value=0, max_value=1))
 def test_percent_fits_the_status_schema(ratio: float) -> None:
     TrainingTopologyStatus.model_validate({"efficiencyPercent": format_percent(ratio)})
+
+
+def test_spares_are_reported_and_a_re_placement_takes_the_used_ones_out() -> None:
+    spares = SpareSet(per_domain=2, source="fabric gb200-nvl72", by_domain={"d": ("t16", "t17")})
+    body = build_plan_status(
+        dataclasses.replace(PLACED, spares=spares),
+        spec=SPEC,
+        reservation=reservation_of(PLACED, 8),
+        generation=4,
+    )
+    assert body["spares"] == {
+        "perNvlinkDomain": 2,
+        "source": "fabric gb200-nvl72",
+        "nodes": ["t16", "t17"],
+    }
+    assert spares_fields(spares, used=["t16"])["nodes"] == ["t17"]  # type: ignore[index]
+    assert spares_fields(SpareSet()) is None
+    assert TrainingTopologyStatus.model_validate({"spares": body["spares"]}).spares is not None
