@@ -155,6 +155,12 @@ def test_replacement_properties(
         assert per_node[node] * 4 <= info.free_gpus + (4 if node in pods else 0)
     at_home = [i for i in sorted(lost) if result.to_spare(i)]
     assert len(at_home) == min(len(lost), len(home_spares))
+    ordinary = [
+        n for n in snapshot.nodes if n.available and n.free_gpus >= 4 and n.name not in spares
+    ]
+    if len(ordinary) + len(home_spares) >= len(lost):  # another rack's spare only as last resort
+        foreign = set(spares.by_domain.get(RACK1, ()))
+        assert not set(result.moved.values()) & foreign, result.moved
     assert all(result.pods[i] == pods[i] for i in range(pods_count) if i not in lost)
     again = replace_pods(snapshot, request(pods_count, count), NVL72, pods, lost, reservations={})
     assert again == result
