@@ -14,7 +14,11 @@ each node one channel device (channel 0, one claim at a time: cmd/compute-domain
 
 fabricfit creates one ComputeDomain per TrainingTopology, named after it, owned by it (garbage
 collection removes it with the TrainingTopology), spanning every node of the plan (``numNodes``:
-the job's distinct nodes). The channel template is ``<topology>-channel``.
+the job's distinct nodes). One ComputeDomain may hold nodes of several NVLink domains: the driver
+records each node's clique (``status.nodes[].cliqueID``) and an IMEX daemon peers only with the
+nodes of its own clique (cmd/compute-domain-daemon/dnsnames.go), so a job over two racks needs
+one ComputeDomain, not two. The channel template is
+``<topology>-channel``.
 
 The claim lives in the pod spec, and Kubernetes does not let it be added later: a suspended
 Job's template only takes scheduling directives, labels, annotations and gates (batch
