@@ -93,6 +93,28 @@ span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), and ko
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+# Kueue AdmissionCheck controller (placement.mode admission-check): each job's Workload, and
+# fabricfit's entry of its status.admissionChecks.
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads/status"]
+  verbs: ["patch"]
+{{- end }}
+
+{{/* Cluster-scoped Kueue objects the AdmissionCheck controller reads (and its checks' Active
+condition): granted by the ClusterRole in every mode. */}}
+{{- define "fabricfit.kueueClusterRules" -}}
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["admissionchecks"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["admissionchecks/status"]
+  verbs: ["patch"]
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["resourceflavors"]
+  verbs: ["get", "list", "watch"]
 {{- end }}
 
 {{/* Operator replicas: the value, else 2 with peering (a standby), else 1. */}}

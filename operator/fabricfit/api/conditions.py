@@ -88,6 +88,8 @@ class Reason(StrEnum):
     # The API server (validation or an admission webhook) refused the template patch.
     WORKLOAD_PATCH_REJECTED = ("WorkloadPatchRejected", _PLACED, "False", _WARN)
     WAITING_FOR_PODS = ("WaitingForPods", _PLACED, "False", _NORMAL)
+    # admission-check mode: Kueue has not admitted the Workload (or evicted it)
+    NOT_ADMITTED = ("NotAdmitted", _PLACED, "False", _NORMAL)
     PODS_OFF_PLAN = ("PodsOffPlan", _PLACED, "False", _WARN)
     # Degraded
     NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)

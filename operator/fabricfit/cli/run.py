@@ -16,7 +16,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from fabricfit.api.constants import LABEL_SCHEMES
+from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
 from fabricfit.cli.fabrics import read_profile_dir
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
@@ -122,7 +122,16 @@ def execute(args: argparse.Namespace) -> int:
     )
     if args.kubeconfig:  # kopf's own login reads $KUBECONFIG
         os.environ["KUBECONFIG"] = args.kubeconfig
-    registry = build_registry(config, kubeconfig=args.kubeconfig, metrics_port=args.metrics_port)
+    kueue = kueue_served(args.kubeconfig)
+    logging.getLogger("fabricfit").info(
+        "Kueue API %s: AdmissionCheck controller %s %s",
+        "served" if kueue else "not served",
+        ADMISSION_CHECK_CONTROLLER,
+        "on" if kueue else "off (restart fabricfit after installing Kueue)",
+    )
+    registry = build_registry(
+        config, kubeconfig=args.kubeconfig, metrics_port=args.metrics_port, kueue=kueue
+    )
     if args.peering is not None:
         add_peering_startup(registry, args.peering, tuple(args.namespace), args.kubeconfig)
     try:
@@ -144,6 +153,31 @@ def execute(args: argparse.Namespace) -> int:
         print(one_line(f"fabricfit run: {causes[0] if causes else err}"), file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def kueue_served(kubeconfig: str | None) -> bool:
+    """Whether the API server serves Kueue's API now (kopf is told which resources to watch
+    before it starts, so the Kueue handlers are registered or not once, here). An API server
+    that cannot be asked counts as not serving it; kopf then reports the connection itself."""
+    import asyncio
+
+    from kubernetes.config import ConfigException
+
+    from fabricfit.kube.kueue import serves_kueue
+    from fabricfit.kube.rest import ApiError, Rest, load_credentials
+
+    async def ask() -> bool:
+        rest = Rest(load_credentials(kubeconfig))
+        try:
+            return await serves_kueue(rest)
+        finally:
+            await rest.close()
+
+    try:
+        return asyncio.run(ask())
+    except (ApiError, OSError, ConfigException) as err:
+        logging.getLogger("fabricfit").warning("cannot ask for Kueue's API: %s", err)
+        return False
 
 
 def add_peering_startup(

@@ -8,7 +8,7 @@ from typing import Any
 
 import kopf
 
-from fabricfit.reconcile.context import Views
+from fabricfit.reconcile.context import KueueViews, Views
 from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.observe import Observer
 
@@ -18,11 +18,16 @@ INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
 logger = logging.getLogger(__name__)
 
 
+#: The Kueue indexes (registered only when Kueue's API is served, see handlers.admission).
+KUEUE_INDEXES = ("fabricfit_kueue_workloads", "fabricfit_admission_checks", "fabricfit_flavors")
+
+
 def views_from(
     nodes: Index,
     pods: Index,
     topologies: Index,
     extra_pods: Callable[[], list[Mapping[str, Any]]] | None = None,
+    kueue: tuple[Index, Index, Index] | None = None,
 ) -> Callable[[], Views]:
     """A function that copies kopf's live indexes into plain lists at call time (plus, in
     namespaced mode, the bound pods of the namespaces kopf does not watch)."""
@@ -33,9 +38,19 @@ def views_from(
             nodes=[v for store in nodes.values() for v in store],
             pods=listed + extra_pods() if extra_pods is not None else listed,
             topologies={k: next(iter(store)) for k, store in topologies.items() if store},
+            kueue=KueueViews() if kueue is None else kueue_views(*kueue),
         )
 
     return take
+
+
+def kueue_views(workloads: Index, checks: Index, flavors: Index) -> KueueViews:
+    """The Kueue indexes as plain maps: a job's Workload, fabricfit's check names, flavors."""
+    return KueueViews(
+        workloads={k: next(iter(store)) for k, store in workloads.items() if store},
+        checks=frozenset(k for k, store in checks.items() if store),
+        flavors={k: next(iter(store)) for k, store in flavors.items() if store},
+    )
 
 
 def views_of(kwargs: Mapping[str, Any], memo: kopf.Memo) -> Callable[[], Views]:
@@ -43,7 +58,13 @@ def views_of(kwargs: Mapping[str, Any], memo: kopf.Memo) -> Callable[[], Views]:
     start-up began to watch in namespaced mode (``memo["other_pods"]``)."""
     nodes, pods, topologies = (kwargs[name] for name in INDEXES)
     others = memo.get("other_pods")
-    return views_from(nodes, pods, topologies, others.pods if others is not None else None)
+    workloads, checks, flavors = (kwargs.get(name) for name in KUEUE_INDEXES)
+    kueue = None
+    if workloads is not None and checks is not None and flavors is not None:
+        kueue = (workloads, checks, flavors)
+    return views_from(
+        nodes, pods, topologies, others.pods if others is not None else None, kueue=kueue
+    )
 
 
 def post(body: kopf.Body, transitions: tuple[Transition, ...]) -> None:

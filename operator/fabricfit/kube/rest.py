@@ -227,6 +227,8 @@ def resource_of(path: str) -> str:
         "leaderworkersets",
         "namespaces",
         "computedomains",
+        "workloads",
+        "admissionchecks",
     }
     for i, part in enumerate(parts):
         if part == "namespaces" and len(parts) > i + 2:

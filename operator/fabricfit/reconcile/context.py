@@ -30,6 +30,20 @@ class OperatorConfig:
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
 
 
+#: A Kueue Workload's owner: (namespace, kind, name) of the job it was made for.
+OwnerKey = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class KueueViews:
+    """What the Kueue indexes hold (empty when Kueue's API is not served): Workloads by owner,
+    the names of the AdmissionChecks fabricfit controls, ResourceFlavors by name."""
+
+    workloads: Mapping[OwnerKey, Mapping[str, Any]] = field(default_factory=dict)
+    checks: frozenset[str] = frozenset()
+    flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
 @dataclass
 class Views:
     """Read-only views of kopf's indexes at the time of a handler call."""
@@ -37,6 +51,7 @@ class Views:
     nodes: list[Mapping[str, Any]]
     pods: list[Mapping[str, Any]]
     topologies: Mapping[TopologyKey, Holding]
+    kueue: KueueViews = field(default_factory=KueueViews)
 
 
 @dataclass(frozen=True)

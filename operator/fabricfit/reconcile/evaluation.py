@@ -21,6 +21,7 @@ from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.render.pods import is_gated, planned_node_of
+from fabricfit.render.workload import PINNING_MODES
 
 MAX_LISTED = 8
 
@@ -127,7 +128,7 @@ def evaluate(
             Reason.ALL_PODS_BOUND,
             f"all {len(plan)} pods are bound to their planned nodes",
         )
-    elif misplaced and spec.placement.mode == "pinned":
+    elif misplaced and spec.placement.mode in PINNING_MODES:
         draft.condition(
             Reason.PODS_OFF_PLAN,
             f"{len(misplaced)} pods run off plan: {_listed(misplaced)}",

@@ -93,6 +93,7 @@ class Holding:
     resource_version: int
     plan: PlanRecord = field(default_factory=PlanRecord)
     kind: str = ""
+    workload: str = ""  # the workloadRef's name (a Kueue Workload event finds its topology)
     index_label: str | None = None
     mode: str = ""
     current: bool = False  # the status was written for the spec's present generation
@@ -108,6 +109,7 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         resource_version(body),
         read_plan(status),
         kind=str(ref.get("kind") or ""),
+        workload=str(ref.get("name") or ""),
         index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,

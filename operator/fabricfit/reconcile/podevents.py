@@ -30,6 +30,7 @@ from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kinds import kind_named, pod_index
 from fabricfit.render.pods import build_pin_patch, build_ungate_patch, is_gated, planned_node_of
+from fabricfit.render.workload import PINNING_MODES
 
 # Conflicts a pod patch can meet when the pod changed underneath us; the next event sees it.
 _RACES = (404, 409, 422)
@@ -87,7 +88,7 @@ async def pin_from_plan(
     key = (str(meta.get("namespace") or ""), str((meta.get("labels") or {}).get(TOPOLOGY_LABEL)))
     async with state.lock_for(key):
         holding = state.ledger.newest(key, views_of().topologies.get(key))
-        if holding is None or not holding.current or holding.mode != "pinned":
+        if holding is None or not holding.current or holding.mode not in PINNING_MODES:
             return None
         kind = kind_named(holding.kind)
         if kind is None or not kind.index_without_workload:

@@ -20,6 +20,11 @@ cluster one step closer to the plan:
 6. derive ``Placed`` (every pod bound to its planned node) and ``Degraded`` (a planned node is
    NotReady, cordoned or gone) and write status when anything changed.
 
+In ``admission-check`` mode, step 3 waits for Kueue: only a Workload with quota reserved is
+planned, on its ResourceFlavors' nodes, and the plan is released when Kueue evicts it; after
+the reconcile, fabricfit's AdmissionCheck on the Workload is answered from the ``Planned``
+condition (:mod:`~fabricfit.reconcile.admission`).
+
 Steps 3 and 5 are split into a pure *decide* (:func:`decide_plan`: keep, re-check or re-plan;
 :func:`decide_intent`: what the workload's templates must say) and an *apply* (planning under
 the lock, :mod:`~fabricfit.reconcile.applying`). Every step reads one frozen
@@ -47,16 +52,18 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.placement.maintenance import drained
-from fabricfit.reconcile import applying, computedomain, evaluation, planning
+from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.detected import set_topology_condition
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render import policy
-from fabricfit.render.kinds import kind_named
+from fabricfit.render.admissioncheck import templates_gated
+from fabricfit.render.kinds import kind_named, pod_templates
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.record import PlanRecord, read_plan
+from fabricfit.render.workload import PINNING_MODES
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class _Found:
 
     spec: TrainingTopologySpec | None = None
     decision: PlacementDecision | None = None
+    gated: bool = False  # the workload's templates carry the gate (admission-check's Ready)
 
 
 class _StopError(Exception):
@@ -114,6 +122,8 @@ async def reconcile(
         found = _Found()
         with contextlib.suppress(_StopError):
             await _reconcile(body, run, found)
+        if admission.wants_admission(body):
+            await admission.answer(run, body, gated=found.gated)
         await planning.write_status(run)
         draft = run.draft
         return Outcome(
@@ -183,6 +193,11 @@ def workload_pods(
 async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     target = await _target(run, body, parse_spec(body, run.draft))
     spec = found.spec = target.spec
+    if spec.placement.mode == admission.ADMISSION_MODE:
+        admitted = admission.admit(run, target)
+        if admitted is None:
+            raise _StopError
+        target = admitted
     scheme = planning.scheme_of(spec, run.state)
     set_topology_condition(
         run.draft, planning.recent_snapshot(run.state, run.views_of, scheme), scheme
@@ -213,7 +228,10 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     if applied.rejected:
         run.draft.condition(Reason.WORKLOAD_PATCH_REJECTED, applied.rejected)
         raise _StopError
-    if spec.placement.mode == "pinned":
+    found.gated = applied.patched_workload or templates_gated(
+        [t for _, t in pod_templates(target.ref.kind, target.workload or {})]
+    )
+    if spec.placement.mode in PINNING_MODES:
         plan = await _pin(run, target, plan, snapshot)
     evaluation.evaluate(run.draft, target, plan, snapshot)
 

@@ -45,6 +45,8 @@ from fabricfit.api.constants import (
 )
 
 Mode = Literal["pinned", "admission-check", "kueue-tas", "advisory"]
+#: Modes in which fabricfit pins each pod to its planned node itself.
+PINNING_MODES: Final = frozenset({"pinned", "admission-check"})
 
 RAIL_GROUP_AFFINITY_WEIGHT: Final = 100
 #: Kueue pod-set annotations fabricfit writes in ``kueue-tas`` mode (and so may remove).

@@ -20,6 +20,12 @@ from unit.chart.rendering import CHART, CI_VALUES, ROOT, of_kind, one, render, r
 KUBERNETES_VERSION = "1.36"
 MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}  # prometheus-operator CRDs: no schema
 VALUE_FILES = [None, *CI_VALUES]
+#: Cluster-scoped Kueue objects of the AdmissionCheck controller: the ClusterRole in every mode.
+KUEUE_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
+    ("kueue.x-k8s.io", "admissionchecks"): {"get", "list", "watch"},
+    ("kueue.x-k8s.io", "admissionchecks/status"): {"patch"},
+    ("kueue.x-k8s.io", "resourceflavors"): {"get", "list", "watch"},
+}
 EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "nodes"): {"list", "watch"},
     ("fabricfit.dev", "trainingtopologies"): {"get", "list", "watch", "patch"},
@@ -32,6 +38,9 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     # reconcile.computedomain: read, create (and replace), delete on release
     ("resource.nvidia.com", "computedomains"): {"get", "create", "delete"},
     ("", "events"): {"create"},
+    ("kueue.x-k8s.io", "workloads"): {"get", "list", "watch", "patch"},
+    ("kueue.x-k8s.io", "workloads/status"): {"patch"},
+    **KUEUE_CLUSTER_RULES,
 }
 
 
@@ -161,10 +170,12 @@ def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
     assert rules_of(cluster_role) == {
         ("", "nodes"): {"list", "watch"},
         ("", "pods"): {"list", "watch"},
+        **KUEUE_CLUSTER_RULES,
     }
     roles = of_kind(objects, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
-    namespaced = {k: v for k, v in EXPECTED_RULES.items() if k != ("", "nodes")}
+    cluster_only = {("", "nodes"), *KUEUE_CLUSTER_RULES}
+    namespaced = {k: v for k, v in EXPECTED_RULES.items() if k not in cluster_only}
     for role in roles:
         assert rules_of(role) == {
             **namespaced,

@@ -37,6 +37,25 @@ def test_the_registry_holds_every_handler() -> None:
     }
 
 
+def test_the_kueue_handlers_are_registered_only_when_kueue_is_served() -> None:
+    ids = handler_ids(build_registry(OperatorConfig(), kueue=True))
+    assert ids["_indexing"] == {*common.INDEXES, *common.KUEUE_INDEXES, "fabricfit_job_pods"}
+    assert ids["_watching"] == {"pin", "admission", "admission_check"}
+
+
+def test_views_read_the_kueue_indexes_when_kopf_passes_them() -> None:
+    base = {name: {} for name in common.INDEXES}
+    kueue = {
+        "fabricfit_kueue_workloads": {("ns", "Job", "j"): [{"w": 1}]},
+        "fabricfit_admission_checks": {"fabricfit": [True]},
+        "fabricfit_flavors": {"a": [{"spec": {}}]},
+    }
+    views = common.views_of({**base, **kueue}, kopf.Memo())()
+    assert views.kueue.workloads == {("ns", "Job", "j"): {"w": 1}}
+    assert views.kueue.checks == {"fabricfit"} and views.kueue.flavors == {"a": {"spec": {}}}
+    assert common.views_of(base, kopf.Memo())().kueue.checks == frozenset()
+
+
 def test_events_carry_the_severity_of_their_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     posted: list[dict[str, Any]] = []
     monkeypatch.setattr(kopf, "event", lambda body, **kw: posted.append(kw))

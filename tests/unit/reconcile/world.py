@@ -8,7 +8,7 @@ from typing import Any
 from devcluster import fakenodes
 from fabricfit.api.constants import JOB_COMPLETION_INDEX_LABEL, SCHEDULING_GATE, TOPOLOGY_LABEL
 from fabricfit.kube.rest import path_for
-from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.context import KueueViews, OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
 from unit.reconcile.fakeapi import FakeApi
 
@@ -86,6 +86,7 @@ class World:
         self.nodes = nodes()
         self.pods: list[dict[str, Any]] = []
         self.state = OperatorState(config=OperatorConfig(), rest=self.api)  # type: ignore[arg-type]
+        self.kueue = KueueViews()  # what the Kueue indexes hold (tests of admission-check)
 
     def add_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
         """Create the pod; returns it as the API server stored it (the watch sees that)."""
@@ -103,6 +104,7 @@ class World:
             nodes=copy.deepcopy(self.nodes),
             pods=[p for p in pods if p is not None],
             topologies={KEY: holding_of(tt)},
+            kueue=self.kueue,
         )
 
     def body(self) -> dict[str, Any]:
