@@ -49,8 +49,10 @@ def cluster_queue(
                          "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}],
         }],
     }  # fmt: skip
-    if admission_checks:
-        spec["admissionChecks"] = list(admission_checks)
+    if admission_checks:  # v1beta2: the strategy's list (no flavor restriction: all flavors)
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": name} for name in admission_checks]
+        }
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue",
             "metadata": {"name": name}, "spec": spec}  # fmt: skip
 

@@ -163,6 +163,23 @@ def operator(
     proc.stop()
 
 
+#: The line ``fabricfit run`` logs when Kueue's API was served at its start (cli/run.py).
+KUEUE_ON = b"Kueue API served:"
+
+
+@pytest.fixture
+def kueue_operator(operator: OperatorProcess, optional_controllers: None) -> OperatorProcess:
+    """The shared operator, with its Kueue AdmissionCheck handlers on.
+
+    ``fabricfit run`` registers them only when Kueue's API is served at its start, and the
+    session's operator may have started before the first ``controllers("kueue")`` test started
+    Kueue: then it is restarted once (its state lives in the cluster), and stays so."""
+    if KUEUE_ON not in operator.log_path.read_bytes():
+        operator.restart()
+    assert KUEUE_ON in operator.log_path.read_bytes(), "Kueue's API is not served"
+    return operator
+
+
 @pytest.fixture(scope="session")
 def custom(api_client: Any) -> Any:
     from kubernetes import client

@@ -103,10 +103,10 @@ def schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
 def load_samples() -> list[tuple[str, dict[str, Any]]]:
     """Every document of every ``deploy/samples/*.yaml`` file, with its file name."""
     docs = []
-    for path in sorted(SAMPLES.glob("*.yaml")):
+    for path in sorted(SAMPLES.rglob("*.yaml")):  # kueue/: the samples that need Kueue
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if doc:
-                docs.append((path.name, doc))
+                docs.append((path.relative_to(SAMPLES).as_posix(), doc))
     return docs
 
 

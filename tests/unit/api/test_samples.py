@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from fabricfit.api.constants import SCHEDULING_GATE
+from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, SCHEDULING_GATE
 from fabricfit.api.models import TrainingTopologySpec
 from unit.api.apiserver import (
     apply_defaults,
@@ -22,7 +22,11 @@ from unit.api.apiserver import (
 
 KUBERNETES_VERSION = "1.36.0"
 TOPOLOGIES = sample_topologies()
-BUILTINS = [(name, doc) for name, doc in load_samples() if doc["kind"] != "TrainingTopology"]
+BUILTINS = [
+    (name, doc)
+    for name, doc in load_samples()
+    if doc["kind"] != "TrainingTopology" and not doc["apiVersion"].startswith("kueue.x-k8s.io/")
+]
 
 
 def _ids(items: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -107,3 +111,23 @@ def test_headless_services_name_their_jobs_pods() -> None:
         (job,) = [j for j in _workload(file_name, "Job") if j["metadata"]["name"] == job_name]
         assert service["spec"]["clusterIP"] == "None"
         assert job["spec"]["template"]["spec"]["subdomain"] == service["metadata"]["name"]
+
+
+def test_the_kueue_sample_chains_job_queue_and_fabricfits_check() -> None:
+    name = "kueue/admission-check.yaml"
+    docs = {(d["kind"], d["metadata"]["name"]): d for n, d in load_samples() if n == name}
+    (tt,) = [d for (kind, _), d in docs.items() if kind == "TrainingTopology"]
+    spec = TrainingTopologySpec.model_validate(tt["spec"])
+    assert spec.placement.mode == "admission-check" and spec.workload_ref is not None
+    job = docs[("Job", spec.workload_ref.name)]
+    local = docs[("LocalQueue", job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"])]
+    cluster = docs[("ClusterQueue", local["spec"]["clusterQueue"])]
+    (check,) = cluster["spec"]["admissionChecksStrategy"]["admissionChecks"]
+    assert docs[("AdmissionCheck", check["name"])]["spec"]["controllerName"] == (
+        ADMISSION_CHECK_CONTROLLER
+    )
+    (group,) = cluster["spec"]["resourceGroups"]
+    for flavor in group["flavors"]:
+        assert docs[("ResourceFlavor", flavor["name"])]["spec"]["nodeLabels"]
+        (quota,) = flavor["resources"]
+        assert quota["nominalQuota"] >= spec.pods * spec.gpus_per_pod  # one job fits the quota

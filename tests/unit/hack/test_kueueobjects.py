@@ -41,7 +41,8 @@ def test_a_tas_flavor_names_its_topology_and_the_queue_its_checks() -> None:
     flavor = kueueobjects.resource_flavor("f", {"pool": "a"}, "topo")
     assert flavor["spec"] == {"nodeLabels": {"pool": "a"}, "topologyName": "topo"}
     queue = kueueobjects.cluster_queue("q", "f", 64, ["fabricfit"])
-    assert queue["spec"]["admissionChecks"] == ["fabricfit"]
+    # v1beta2 has no spec.admissionChecks (the API server would prune it): the strategy's list
+    assert queue["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "fabricfit"}]}
     quota = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
     assert quota == {"name": "nvidia.com/gpu", "nominalQuota": 64}
     levels = kueueobjects.topology("t", ["a", kueueobjects.HOSTNAME])["spec"]["levels"]
