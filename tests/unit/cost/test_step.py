@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from fabricfit.api.models import ModelShape, Parallelism
@@ -132,11 +130,9 @@ def test_ranks_outside_the_slots_are_an_error() -> None:
         estimate_step({"tensor": [[0, 99]]}, cluster(1), Parallelism(tensor=2), None, H100)
 
 
-def test_step_of_a_1024_gpu_job_is_fast() -> None:
+def test_a_1024_gpu_job_is_priced_per_dimension() -> None:
+    # Its speed (target ~5 ms) is measured by benchmarks/cost_speed.py, not asserted here.
     par = Parallelism(tensor=8, pipeline=4, data=32)
-    groups, slots = megatron(8, 32, 4), cluster(128)
-    estimate_step(groups, slots, par, LLAMA70B, H100)
-    start = time.perf_counter()
-    for _ in range(5):
-        estimate_step(groups, slots, par, LLAMA70B, H100)
-    assert (time.perf_counter() - start) / 5 < 0.05  # ~5 ms on an idle core; slack for CI load
+    step = estimate_step(megatron(8, 32, 4), cluster(128), par, LLAMA70B, H100)
+    assert all(step.by_dimension[dim] > 0 for dim in ("tensor", "pipeline", "data"))
+    assert step.step_comm_seconds >= max(step.by_dimension.values())
