@@ -62,8 +62,8 @@ code uses: kopf lists and watches TrainingTopologies, pods; kopf patches Trainin
 (finalizer, progress annotations) and the operator patches their status; the operator reads a
 TrainingTopology when a gated pod appears (get), patches pods (pin, ungate, label), reads and
 patches the workloads (get, patch), creates, reads and deletes the ComputeDomains of jobs that
-span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), and kopf posts Events
-(create).
+span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), reads the
+ResourceClaimTemplates their pods claim GPUs through (get), and kopf posts Events (create).
 */}}
 {{- define "fabricfit.namespacedRules" -}}
 - apiGroups: ["fabricfit.dev"]
@@ -90,6 +90,9 @@ span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), and ko
 - apiGroups: ["resource.nvidia.com"]
   resources: ["computedomains"]
   verbs: ["get", "create", "delete"]
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaimtemplates"]
+  verbs: ["get"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -79,7 +79,12 @@ def build_snapshot(
             used[f.name] = used.get(f.name, 0) + holds.by_node[f.name]
     infos = tuple(_node_info(f, places[f.name], used.get(f.name, 0), diagnostics) for f in facts)
     ordered = sorted(dict.fromkeys(diagnostics), key=lambda d: (d.node, d.message, d.severity))
-    return ClusterSnapshot(nodes=infos, scheme=resolution.name, diagnostics=tuple(ordered))
+    return ClusterSnapshot(
+        nodes=infos,
+        scheme=resolution.name,
+        diagnostics=tuple(ordered),
+        claimed_by_pod=holds.by_pod,
+    )
 
 
 def _read_dra(

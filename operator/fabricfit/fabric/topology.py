@@ -96,6 +96,10 @@ class ClusterSnapshot:
     nodes: tuple[NodeInfo, ...]
     scheme: str = "native"
     diagnostics: tuple[Diagnostic, ...] = ()
+    # GPUs allocated DRA claims hold per using pod (namespace, name); only claims of one pod.
+    claimed_by_pod: Mapping[tuple[str, str], int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {n.name: n for n in self.nodes})

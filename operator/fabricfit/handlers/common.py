@@ -9,6 +9,7 @@ from typing import Any
 import kopf
 
 from fabricfit.reconcile.context import KueueViews, Views
+from fabricfit.reconcile.dra import DraInventoryWatch
 from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.observe import Observer
 
@@ -28,9 +29,11 @@ def views_from(
     topologies: Index,
     extra_pods: Callable[[], list[Mapping[str, Any]]] | None = None,
     kueue: tuple[Index, Index, Index] | None = None,
+    dra: DraInventoryWatch | None = None,
 ) -> Callable[[], Views]:
     """A function that copies kopf's live indexes into plain lists at call time (plus, in
-    namespaced mode, the bound pods of the namespaces kopf does not watch)."""
+    namespaced mode, the bound pods of the namespaces kopf does not watch, and the DRA
+    ResourceSlices and ResourceClaims when start-up watches them)."""
 
     def take() -> Views:
         listed = [v for store in pods.values() for v in store]
@@ -39,6 +42,8 @@ def views_from(
             pods=listed + extra_pods() if extra_pods is not None else listed,
             topologies={k: next(iter(store)) for k, store in topologies.items() if store},
             kueue=KueueViews() if kueue is None else kueue_views(*kueue),
+            slices=dra.slices.items() if dra is not None else [],
+            claims=dra.claims.items() if dra is not None else [],
         )
 
     return take
@@ -55,16 +60,16 @@ def kueue_views(workloads: Index, checks: Index, flavors: Index) -> KueueViews:
 
 def views_of(kwargs: Mapping[str, Any], memo: kopf.Memo) -> Callable[[], Views]:
     """Views of the indexes kopf passed to a handler, with the other namespaces' pods that
-    start-up began to watch in namespaced mode (``memo["other_pods"]``)."""
+    start-up began to watch in namespaced mode (``memo["other_pods"]``) and the DRA objects
+    it watches when ``resource.k8s.io`` is served (``memo["dra"]``)."""
     nodes, pods, topologies = (kwargs[name] for name in INDEXES)
     others = memo.get("other_pods")
     workloads, checks, flavors = (kwargs.get(name) for name in KUEUE_INDEXES)
     kueue = None
     if workloads is not None and checks is not None and flavors is not None:
         kueue = (workloads, checks, flavors)
-    return views_from(
-        nodes, pods, topologies, others.pods if others is not None else None, kueue=kueue
-    )
+    extra = others.pods if others is not None else None
+    return views_from(nodes, pods, topologies, extra, kueue=kueue, dra=memo.get("dra"))
 
 
 def post(body: kopf.Body, transitions: tuple[Transition, ...]) -> None:

@@ -28,6 +28,7 @@ from fabricfit.reconcile.cluster_pods import (
     require_cluster_pods,
 )
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.dra import DraInventoryWatch, dra_served
 from fabricfit.reconcile.observe import Observer
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,18 @@ async def watch_other_namespaces(state: OperatorState, memo: kopf.Memo) -> Clust
     return watcher
 
 
+async def watch_dra(state: OperatorState, memo: kopf.Memo) -> None:
+    """When resource.k8s.io/v1 is served and readable, mirror its ResourceSlices and
+    ResourceClaims and wait for their first listing (a plan must see every DRA GPU taken)."""
+    if not await dra_served(state.rest):
+        logger.info("resource.k8s.io/v1 is not watched: GPUs come from nvidia.com/gpu only")
+        return
+    watch = DraInventoryWatch(state.rest)
+    memo["dra"] = watch
+    await watch.start()
+    logger.info("watching ResourceSlices and ResourceClaims (resource.k8s.io/v1) for DRA GPUs")
+
+
 def start_state(memo: kopf.Memo, state: OperatorState, metrics: OperatorMetrics) -> Observer:
     """Put the operator's state, the Placed trigger and the metrics observer into ``memo``."""
     memo["state"] = state
@@ -109,6 +122,7 @@ def register_lifecycle(
         serve_metrics(memo, metrics, metrics_port)
         if config.namespaces:
             memo["other_pods"] = await watch_other_namespaces(state, memo)
+        await watch_dra(state, memo)
         take = views_of(kwargs, memo)
         memo["census"] = asyncio.create_task(run_census(observer, take, config.resync_seconds))
 
@@ -119,6 +133,8 @@ def register_lifecycle(
                 memo[task].cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await memo[task]
+        if "dra" in memo:
+            await memo["dra"].stop()
         if "metrics_server" in memo:
             server, _thread = memo["metrics_server"]
             server.shutdown()

@@ -7,9 +7,10 @@ TrainingTopology's ``workloadRef.podSelector`` in its namespace.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from fabricfit.api.constants import GROUP, PLURAL, VERSION
+from fabricfit.api.constants import DRA_GROUP, DRA_VERSION, GROUP, PLURAL, VERSION
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.render.kinds import KINDS, WorkloadKind
@@ -55,6 +56,20 @@ async def read_workload(rest: Rest, ref: WorkloadRef, namespace: str) -> dict[st
         if err.status == 404 or (err.status == 0 and "not found" in err.message.lower()):
             return None
         raise
+
+
+async def read_claim_templates(
+    rest: Rest, namespace: str, names: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """The ResourceClaimTemplates of ``names`` that exist in ``namespace`` (404: left out, as
+    when resource.k8s.io is not served)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(names)):
+        path = path_for(f"{DRA_GROUP}/{DRA_VERSION}", "resourceclaimtemplates", namespace, name)
+        template = await rest.get(path)
+        if template is not None:
+            found[name] = template
+    return found
 
 
 async def patch_workload(

@@ -10,6 +10,7 @@ from typing import Any
 
 from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
 from fabricfit.fabric.catalog import Catalog
+from fabricfit.fabric.podclaims import PodClaims
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
@@ -52,6 +53,10 @@ class Views:
     pods: list[Mapping[str, Any]]
     topologies: Mapping[TopologyKey, Holding]
     kueue: KueueViews = field(default_factory=KueueViews)
+    # DRA (reconcile.dra): the GPU driver's ResourceSlices and every ResourceClaim; empty when
+    # resource.k8s.io is not served.
+    slices: list[Mapping[str, Any]] = field(default_factory=list)
+    claims: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class Target:
     workload: Mapping[str, Any] | None
     template: Mapping[str, Any] | None
     pods: tuple[Mapping[str, Any], ...]
+    claims: PodClaims = field(default_factory=PodClaims)  # GPUs its pods claim through DRA
 
     @property
     def ref(self) -> WorkloadRef:

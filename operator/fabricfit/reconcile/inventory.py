@@ -173,8 +173,11 @@ def holds_of_others(
     me: TopologyKey,
     reservations: Mapping[TopologyKey, Mapping[str, int]],
     pods: Iterable[Mapping[str, Any]],
+    claimed: Mapping[tuple[str, str], int] | None = None,
 ) -> dict[str, int]:
-    """GPUs other plans hold beyond what their bound pods use (the snapshot counts those)."""
+    """GPUs other plans hold beyond what their bound pods use (the snapshot counts those);
+    ``claimed`` adds the GPUs each pod's DRA claims hold, by (namespace, pod name)."""
+    claimed = claimed or {}
     bound: dict[tuple[TopologyKey, str], int] = {}
     owner_key: TopologyKey
     for pod in pods:
@@ -184,7 +187,8 @@ def holds_of_others(
         phase = (pod.get("status") or {}).get("phase")
         if owner and node and phase not in {"Succeeded", "Failed"}:
             owner_key = (str(meta.get("namespace") or ""), str(owner))
-            bound[(owner_key, node)] = bound.get((owner_key, node), 0) + pod_gpu_request(pod, [])
+            gpus = pod_gpu_request(pod, []) + claimed.get((owner_key[0], str(meta.get("name"))), 0)
+            bound[(owner_key, node)] = bound.get((owner_key, node), 0) + gpus
     holds: dict[str, int] = {}
     for holder, by_node in reservations.items():
         if holder == me:
@@ -202,5 +206,14 @@ def take_snapshot(
     *,
     scheme: str,
     default_fabric: str,
+    slices: Iterable[Mapping[str, Any]] = (),
+    claims: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterSnapshot:
-    return build_snapshot(list(nodes), list(pods), scheme=scheme, default_fabric=default_fabric)
+    return build_snapshot(
+        list(nodes),
+        list(pods),
+        scheme=scheme,
+        default_fabric=default_fabric,
+        resource_slices=list(slices),
+        resource_claims=list(claims),
+    )

@@ -98,7 +98,8 @@ class Observer:
     def census(self, views: Views) -> None:
         """Fragmentation of the free GPUs; drop gauges of TrainingTopologies that are gone."""
         snapshot = planning.fresh_snapshot(self.state, views, self.state.config.label_scheme)
-        held = holds_of_others(NOBODY, self.state.ledger.merged(views.topologies), views.pods)
+        reservations = self.state.ledger.merged(views.topologies)
+        held = holds_of_others(NOBODY, reservations, views.pods, snapshot.claimed_by_pod)
         self.metrics.set_fragmentation(measure_fragmentation(snapshot, held))
         scheme = self.state.config.label_scheme
         self.metrics.set_nodes_without_topology(len(detection_of(snapshot, scheme).unlabelled))

@@ -64,7 +64,12 @@ def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
 
 def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSnapshot:
     snapshot = take_snapshot(
-        views.nodes, views.pods, scheme=scheme, default_fabric=state.config.default_fabric
+        views.nodes,
+        views.pods,
+        scheme=scheme,
+        default_fabric=state.config.default_fabric,
+        slices=views.slices,
+        claims=views.claims,
     )
     state.snapshots[scheme] = (time.monotonic(), snapshot)
     return snapshot
@@ -86,7 +91,9 @@ def plan_still_fits(run: Run, target: Target, views: Views, snapshot: ClusterSna
     matching the workload's constraints (which may have appeared after planning), with room for
     its pods once other plans' holds are taken out."""
     spec = target.spec
-    held = holds_of_others(run.key, run.state.ledger.merged(views.topologies), views.pods)
+    held = holds_of_others(
+        run.key, run.state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
+    )
     request = request_from_spec(spec, target.template)
     for node, count in Counter(run.record.pods).items():
         if not snapshot.has_node(node):
@@ -134,7 +141,9 @@ def _inputs(
     """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
     state, spec, views = run.state, target.spec, run.views_of()
     snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
-    held = holds_of_others(run.key, state.ledger.merged(views.topologies), views.pods)
+    held = holds_of_others(
+        run.key, state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
+    )
     request = request_from_spec(spec, target.template)
     profile, why = resolve_profile(spec, snapshot, state)
     run.draft.set(fabricReason=why[:512])

@@ -47,6 +47,7 @@ from typing import Any, NoReturn
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.podclaims import PodClaims, pod_claim_gpus
 from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
@@ -54,12 +55,14 @@ from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.placement.maintenance import drained
 from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
+from fabricfit.reconcile.claimsources import claim_sources
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.detected import set_topology_condition
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render import policy
 from fabricfit.render.admissioncheck import templates_gated
+from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.kinds import kind_named, pod_templates
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.record import PlanRecord, read_plan
@@ -161,13 +164,15 @@ def settle_spec(
     spec: TrainingTopologySpec,
     workload: Mapping[str, Any] | None,
     draft: StatusDraft,
+    claims: policy.ClaimObjects | None = None,
 ) -> tuple[TrainingTopologySpec, Mapping[str, Any] | None]:
-    """The spec with ``gpusPerPod`` settled from the workload, checked against the workload,
-    and the rank template (the policy's steps 2 and 3)."""
+    """The spec with ``gpusPerPod`` settled from the workload (and the claim templates its pods
+    claim GPUs through), checked against the workload, and the rank template (the policy's
+    steps 2 and 3)."""
     ref = spec.workload_ref
     assert ref is not None
     template = policy.rank_template(ref.kind, workload)
-    settled, problems = policy.settle_gpus_per_pod(body.get("spec"), spec, template)
+    settled, problems = policy.settle_gpus_per_pod(body.get("spec"), spec, template, claims=claims)
     if settled is None or problems:
         _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
     problems = policy.workload_problems(settled, workload)
@@ -238,10 +243,14 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
 
 async def _target(run: Run, body: Mapping[str, Any], parsed: TrainingTopologySpec) -> Target:
     workload = await _workload(run.state, parsed, run.namespace, run.draft)
-    spec, template = settle_spec(body, parsed, workload, run.draft)
+    views = run.views_of()
+    claims = await claim_sources(run.state.rest, run.namespace, parsed, workload, views)
+    spec, template = settle_spec(body, parsed, workload, run.draft, claims)
     assert spec.workload_ref is not None
-    pods = workload_pods(run.key, spec.workload_ref.kind, workload, run.views_of())
-    return Target(spec, workload, template, tuple(pods))
+    pods = workload_pods(run.key, spec.workload_ref.kind, workload, views)
+    claimed = pod_claim_gpus(template, claims) if template is not None else PodClaims()
+    run.draft.set(gpuAllocation=gpu_allocation(claimed))
+    return Target(spec, workload, template, tuple(pods), claimed)
 
 
 def decide_plan(record: PlanRecord, target: Target, generation: int) -> PlanStep:

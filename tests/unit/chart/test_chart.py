@@ -37,10 +37,16 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"get", "patch"},
     # reconcile.computedomain: read, create (and replace), delete on release
     ("resource.nvidia.com", "computedomains"): {"get", "create", "delete"},
+    ("resource.k8s.io", "resourceclaimtemplates"): {"get"},
     ("", "events"): {"create"},
     ("kueue.x-k8s.io", "workloads"): {"get", "list", "watch", "patch"},
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
     **KUEUE_CLUSTER_RULES,
+}
+# Cluster-wide in either mode: DRA's ResourceSlices and every namespace's ResourceClaims.
+DRA_RULES: dict[tuple[str, str], set[str]] = {
+    ("resource.k8s.io", "resourceslices"): {"list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"list", "watch"},
 }
 
 
@@ -131,7 +137,7 @@ def test_cluster_wide_rbac_is_exactly_what_the_operator_uses() -> None:
     objects = render()
     assert of_kind(objects, "Role") == [] and of_kind(objects, "RoleBinding") == []
     role = one(objects, "ClusterRole")
-    assert rules_of(role) == EXPECTED_RULES
+    assert rules_of(role) == {**EXPECTED_RULES, **DRA_RULES}
     binding = one(objects, "ClusterRoleBinding")
     account = one(objects, "ServiceAccount")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
@@ -171,6 +177,7 @@ def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
         ("", "nodes"): {"list", "watch"},
         ("", "pods"): {"list", "watch"},
         **KUEUE_CLUSTER_RULES,
+        **DRA_RULES,
     }
     roles = of_kind(objects, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]

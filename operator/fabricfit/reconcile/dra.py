@@ -1,0 +1,165 @@
+"""ResourceSlices and ResourceClaims of the whole cluster, for GPUs handed out by DRA.
+
+On a cluster whose GPUs come from NVIDIA's DRA driver, nodes list no ``nvidia.com/gpu``: the
+snapshot needs the ResourceSlices (what each node publishes) and the allocated ResourceClaims
+(what is taken). When the API server serves ``resource.k8s.io/v1`` (GA since Kubernetes 1.34),
+start-up keeps a read-only copy of both, list then watch (listing again when a watch expires
+with 410 Gone or fails), slimmed to the GPU driver's part. Without the API (older clusters, or
+DRA switched off) nothing is watched and every node's GPUs come from its allocatable, as
+before; without read access the operator says so once and carries on the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fabricfit.api.constants import DRA_GPU_DRIVER, DRA_GROUP, DRA_VERSION
+from fabricfit.kube.rest import ApiError, Rest, path_for
+
+logger = logging.getLogger(__name__)
+API = f"{DRA_GROUP}/{DRA_VERSION}"
+WATCH_SECONDS = 300
+RETRY_SECONDS = 2.0
+SYNC_TIMEOUT_SECONDS = 120.0
+Slim = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+
+
+def slim_slice(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The GPU driver's slice as the snapshot reads it (None: another driver's)."""
+    spec = body.get("spec") or {}
+    if spec.get("driver") != DRA_GPU_DRIVER:
+        return None
+    return {
+        "metadata": {"name": (body.get("metadata") or {}).get("name")},
+        "spec": {
+            "driver": spec.get("driver"),
+            "nodeName": spec.get("nodeName"),
+            "pool": spec.get("pool"),
+            "devices": spec.get("devices"),
+        },
+    }
+
+
+def slim_claim(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A claim's allocation and users as the snapshot reads them, plus its requests (a pod's
+    ``resourceClaimName`` may name it before anything is allocated, so every claim is kept)."""
+    meta = body.get("metadata") or {}
+    status = body.get("status") or {}
+    return {
+        "kind": "ResourceClaim",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        "spec": {"devices": ((body.get("spec") or {}).get("devices") or {})},
+        "status": {
+            "allocation": status.get("allocation"),
+            "reservedFor": status.get("reservedFor"),
+        },
+    }
+
+
+class Mirror:
+    """One cluster-wide collection, kept current by list + watch."""
+
+    def __init__(self, rest: Rest, plural: str, slim: Slim) -> None:
+        self.rest, self.path, self.slim = rest, path_for(API, plural), slim
+        self._items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.synced = asyncio.Event()
+
+    def items(self) -> list[Mapping[str, Any]]:
+        return list(self._items.values())
+
+    async def run(self) -> None:
+        while True:
+            try:
+                version: str | None = await self._relist()
+                while version is not None:
+                    version = await self._follow(version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the next list starts over; planning goes on meanwhile
+                logger.warning("watch of %s failed (%s); listing again", self.path, err)
+                await asyncio.sleep(RETRY_SECONDS)
+
+    async def _relist(self) -> str:
+        page = await self.rest.request("GET", self.path)
+        fresh: dict[tuple[str, str], dict[str, Any]] = {}
+        for obj in page.get("items") or []:
+            slim = self.slim(obj)
+            if slim is not None:
+                fresh[_key(obj)] = slim
+        self._items = fresh
+        self.synced.set()
+        return str((page.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def _follow(self, version: str) -> str | None:
+        """Apply one watch request's events; the version to resume from, None to relist."""
+        params = {"resourceVersion": version, "timeoutSeconds": str(WATCH_SECONDS),
+                  "allowWatchBookmarks": "true"}  # fmt: skip
+        async for event in self.rest.watch(self.path, params):
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                return None  # 410 Gone: too old a version
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+            if kind == "BOOKMARK":
+                continue
+            slim = self.slim(obj)
+            if kind == "DELETED" or slim is None:
+                self._items.pop(_key(obj), None)
+            else:
+                self._items[_key(obj)] = slim
+        return version
+
+
+class DraInventoryWatch:
+    """The ResourceSlices and ResourceClaims mirrors, and their tasks."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.slices = Mirror(rest, "resourceslices", slim_slice)
+        self.claims = Mirror(rest, "resourceclaims", slim_claim)
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self.tasks = [asyncio.create_task(m.run()) for m in (self.slices, self.claims)]
+        waits = [m.synced.wait() for m in (self.slices, self.claims)]
+        await asyncio.wait_for(asyncio.gather(*waits), timeout=SYNC_TIMEOUT_SECONDS)
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def dra_served(rest: Rest) -> bool:
+    """Whether ``resource.k8s.io/v1`` serves ResourceSlices and ResourceClaims readable by us."""
+    try:
+        resources = await rest.request("GET", f"/apis/{API}")
+    except ApiError as err:
+        if err.status != 404:
+            logger.warning("cannot discover %s (%s); DRA GPUs are not counted", API, err)
+        return False
+    names = {r.get("name") for r in resources.get("resources") or [] if isinstance(r, Mapping)}
+    if not {"resourceslices", "resourceclaims"} <= names:
+        return False
+    for plural in ("resourceslices", "resourceclaims"):
+        try:
+            await rest.request("GET", f"{path_for(API, plural)}?limit=1")
+        except ApiError as err:
+            if err.status in (401, 403):
+                logger.error(
+                    "%s is served but %s cannot be listed (%s): GPUs handed out by DRA are not "
+                    "counted; grant list and watch on %s cluster-wide (the Helm chart does)",
+                    API,
+                    plural,
+                    err,
+                    plural,
+                )
+                return False
+            raise
+    return True
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
