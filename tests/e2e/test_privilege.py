@@ -206,6 +206,25 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
         *TT[:2], ns, TT[2], topology("pp", "pp", {"tensor": 8, "data": 2}, workloadRef=ref)
     )
     wait_condition(custom, ns, "pp", "Planned", "True")
+    # A Job whose pods claim GPUs through DRA: the operator reads the ResourceClaimTemplate
+    # (gpusPerPod comes from it); no node of the pool publishes DRA GPUs, so it waits.
+    request = {"deviceClassName": "gpu.nvidia.com", "count": 8}
+    custom.create_namespaced_custom_object("resource.k8s.io", "v1", ns, "resourceclaimtemplates", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpus"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": request}]}}},
+    })  # fmt: skip
+    dra_job = indexed_job("dra", 2, "priv")
+    dra_spec = dra_job["spec"]["template"]["spec"]
+    dra_spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
+    dra_spec["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+    batch.create_namespaced_job(ns, dra_job)
+    dra_tt = topology("dra", "dra", {"tensor": 8, "data": 2})
+    del dra_tt["spec"]["gpusPerPod"]
+    custom.create_namespaced_custom_object(*TT[:2], ns, TT[2], dra_tt)
+    waiting = wait_condition(custom, ns, "dra", "Planned", "False")
+    assert waiting["status"]["gpuAllocation"]["claims"] == ["ResourceClaimTemplate/gpus"]
+    custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "dra")
     # Deletion releases and ungates (TrainingTopology finalizer, pod patches).
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "pp")
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "priv")
