@@ -13,9 +13,11 @@ fields on the request itself. Requests of device class ``gpu.nvidia.com`` (the D
 NVIDIA's DRA driver installs: whole GPUs) count as GPUs.
 
 What cannot be known from the objects is a problem, never a guess: ``All`` (every GPU of the
-node it lands on), alternatives of different GPU counts, a claim or template that is not found.
-The caller decides what a problem means (``render.policy``: only when ``gpusPerPod`` must be
-derived from the workload).
+node it lands on), alternatives of different GPU counts, a bad count. A claim or template that
+is not found is ``missing``, kept apart: it may be one that appears later and asks for no GPU
+(the channel template NVIDIA's driver creates for a ComputeDomain). The caller decides what
+they mean (``render.policy``: problems only when ``gpusPerPod`` must be derived from the
+workload, missing sources only when nothing else gives it GPUs).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class PodClaims:
     gpus: int = 0
     sources: tuple[str, ...] = ()  # "ResourceClaimTemplate/NAME" of every claim asking for GPUs
     problems: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # "ResourceClaimTemplate 'NAME' is not found"
 
     @property
     def uses_claims(self) -> bool:
@@ -65,10 +68,11 @@ def pod_claim_gpus(
     gpus = 0
     sources: list[str] = []
     problems: list[str] = []
+    missing: list[str] = []
     for kind, name in claim_names(template):
         obj = objects.get((kind, name))
         if obj is None:
-            problems.append(f"{kind} {shorten(name)} is not found")
+            missing.append(f"{kind} {shorten(name)} is not found")
             continue
         spec = mapping_at(obj, "spec", "spec") if kind == TEMPLATE_KIND else mapping_at(obj, "spec")
         count, found = _requests_gpus(list_at(spec, "devices", "requests"), f"{kind} {name}")
@@ -76,7 +80,9 @@ def pod_claim_gpus(
         if count:
             gpus += count
             sources.append(f"{kind}/{name}")
-    return PodClaims(gpus=gpus, sources=tuple(sources), problems=tuple(problems))
+    return PodClaims(
+        gpus=gpus, sources=tuple(sources), problems=tuple(problems), missing=tuple(missing)
+    )
 
 
 def _requests_gpus(requests: Sequence[object], where: str) -> tuple[int, list[str]]:

@@ -17,7 +17,8 @@ call this module and nothing else to turn user input into what the planner reads
    request is the template's ``nvidia.com/gpu`` plus the GPUs its resource claims ask for
    (:mod:`fabricfit.fabric.podclaims`, from the ResourceClaimTemplates and ResourceClaims
    given by (kind, name)); a claim whose GPU count cannot be known is a problem only when
-   ``gpusPerPod`` must be derived from it.
+   ``gpusPerPod`` must be derived from it, and a claim source not found only when nothing else
+   gives the pod GPUs.
 3. :func:`workload_problems` — the named workload must run as many pods as the spec needs.
 4. :func:`build_request` — the frozen request (a malformed template is a problem, not a crash).
 
@@ -145,8 +146,9 @@ def settle_gpus_per_pod(
     claimed = pod_claim_gpus(template, claims or {}) if template is not None else PodClaims()
     requested = plugin + claimed.gpus
     given = "gpus_per_pod" in spec.model_fields_set
-    if claimed.problems and not given:
-        return spec, (f"cannot tell the GPUs per pod: {'; '.join(claimed.problems)}",)
+    unknown = (*claimed.problems, *(claimed.missing if requested <= 0 else ()))
+    if unknown and not given:
+        return spec, (f"cannot tell the GPUs per pod: {'; '.join(unknown)}",)
     if requested <= 0:
         return spec, ()
     if given:

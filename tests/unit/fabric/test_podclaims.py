@@ -81,9 +81,8 @@ def test_what_cannot_be_known_is_a_problem(request_: dict[str, Any], fragment: s
     assert any(fragment in p for p in found.problems), found.problems
 
 
-def test_a_missing_template_is_a_problem_and_no_claims_is_nothing() -> None:
-    assert pod_claim_gpus(template(TEMPLATE), {}).problems == (
-        "ResourceClaimTemplate 't' is not found",
-    )
+def test_a_missing_template_is_kept_apart_and_no_claims_is_nothing() -> None:
+    missing = pod_claim_gpus(template(TEMPLATE), {})
+    assert (missing.missing, missing.problems) == (("ResourceClaimTemplate 't' is not found",), ())
     empty = pod_claim_gpus({"spec": {"containers": []}}, {})
     assert (empty.gpus, empty.uses_claims, empty.problems) == (0, False, ())

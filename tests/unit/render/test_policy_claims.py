@@ -77,6 +77,14 @@ def test_an_unknown_claim_stops_only_a_spec_without_gpus_per_pod() -> None:
     assert given.request.gpu_source == DRA
 
 
+def test_a_missing_template_beside_an_nvidia_gpu_request_is_no_problem() -> None:
+    # e.g. the ComputeDomain channel template NVIDIA's driver creates once fabricfit made the
+    # ComputeDomain: it must not stop the plan that creates it.
+    admission = admit(spec(), job(plugin_gpus=8), claims={})
+    assert admission.problems == () and admission.spec is not None
+    assert admission.spec.gpus_per_pod == 8
+
+
 def test_a_pod_requesting_nvidia_gpu_is_a_device_plugin_request() -> None:
     plain = job(plugin_gpus=8)
     del plain["spec"]["template"]["spec"]["resourceClaims"]
