@@ -28,6 +28,7 @@ def views_from(
     pods: Index,
     topologies: Index,
     extra_pods: Callable[[], list[Mapping[str, Any]]] | None = None,
+    *,
     kueue: tuple[Index, Index, Index] | None = None,
     dra: DraInventoryWatch | None = None,
 ) -> Callable[[], Views]:
