@@ -178,7 +178,7 @@ def tree_allreduce(
     out = []
     for proto in t.protocols:
         intra = nccl.NVLINK_US["tree"][proto] * t.nvlink_scale
-        inter = nccl.NET_US["tree"][proto] * t.net_scale + t.spine_us
+        inter = nccl.NET_US["tree"][nccl.NET_HOP_PROTOCOL[proto]] * t.net_scale + t.spine_us
         hops = (shape.max_per_domain - 1) * intra + log_domains * inter
         lat = (nccl.BASE_US["tree"][proto] * t.base_scale + t.net_base_us + 2 * hops) * US
         tuner = _tree_tuner_alg_gb_per_s(shape, profile, t, proto)

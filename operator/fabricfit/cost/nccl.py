@@ -55,6 +55,11 @@ NET_US: Final[dict[str, tuple[float, float, float]]] = {
     "pat": (14.0, 14.0, 14.0),
     "nvls-tree": (20.9, 20.9, 20.9),
 }
+# Wall-time network hop per protocol: the proxy sends an LL128 or a Simple step only once the GPU
+# has advanced the step's tail counter, an LL step as soon as its line flags are written (net.cc
+# sendProxyProgress @5067397c), so an LL128 step waits on the NIC as long as a Simple one. NCCL's
+# tuner gives LL128 its own lower constant; that stays in NCCL's choice, not in wall time.
+NET_HOP_PROTOCOL: Final = (LL, SIMPLE, SIMPLE)
 # getNetOverhead: 1 µs on x86 (×3 for Simple), a floor on NCCL's intra-node steps of a
 # multi-node ring (its selection only; the wall-time model charges the slowest hop instead).
 NET_OVERHEAD_US: Final = (1.0, 1.0, 3.0)
@@ -302,12 +307,13 @@ def ring_latency_us(
 ) -> float:
     """Ring latency: base + steps × per-step hop. Inside one domain a step is an NVLink hop;
     across domains the ring's steps run in lock-step, so every step waits for the slowest hop
-    it crosses — the network one (NCCL sums hop types instead, tuning.cc)."""
+    it crosses — the network one (NCCL sums hop types instead, tuning.cc), at the wall-time
+    cost of the protocol's proxy hand-off (``NET_HOP_PROTOCOL``: LL128 as Simple)."""
     base = BASE_US["ring"][proto] * t.base_scale
     intra = NVLINK_US["ring"][proto] * t.nvlink_scale
     if not multi_domain or inter_steps == 0:
         return base + steps * intra
-    inter = NET_US["ring"][proto] * t.net_scale + t.spine_us
+    inter = NET_US["ring"][NET_HOP_PROTOCOL[proto]] * t.net_scale + t.spine_us
     return base + t.net_base_us + steps * max(intra, inter)
 
 
