@@ -21,8 +21,9 @@ bandwidth of the tiers the group crosses:
 * nvls (AR, RS, AG inside one domain with NVLink SHARP) and nvls-tree (AR across domains):
   in-switch reduction, with a pipeline-fill efficiency from NCCL's channel × head × chunk split
   (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
-  loops follow NCCL's NVLS-tree chunk rule and d grows by ``stage_fill_loops`` per tree level
-  a chunk climbs and descends between domains (2·⌈log2 domains⌉);
+  loops follow NCCL's NVLS-tree channels and chunks (``nccl.nvls_tree_tuning``) and d grows
+  by ``stage_fill_loops`` per tree level a chunk climbs and descends between domains
+  (2·⌈log2 domains⌉);
 * pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
   over NVLink, the rest over every rank's NIC at the profile's all-to-all efficiency, which
@@ -210,7 +211,7 @@ def nvls(
     if collective_factor < 1.0 and m > nccl.NVLS_MAX_HEADS:
         return []
     transfer = size / (nccl.nvls_algbw_gb_per_s(m, profile) * GB)
-    loop = nccl.nvls_loop_bytes(size, nccl.nvls_channels(profile, False), min(m, 32))
+    loop = nccl.nvls_loop_bytes(size, nccl.nvls_channels(profile), min(m, 32))
     fill = _fill_s(size, transfer, profile.pipeline_fill_loops, loop)
     return [Candidate("nvls", "Simple", profile.nvls_latency_us * US, transfer + fill, "nvlink")]
 
@@ -224,7 +225,7 @@ def nvls_tree_allreduce(
     if not profile.nvls or not shape.multi_domain or m < 2:
         return []
     n = shape.ranks
-    channels = nccl.nvls_channels(profile, True)
+    channels, chunk = nccl.nvls_tree_tuning(shape, profile)
     doubled = 2.0 if shape.domains <= 2 else 1.0
     cap = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)[nccl.node_index(shape)]
     inter_bus = min(doubled * t.out_gb_per_s, channels * cap)
@@ -233,7 +234,7 @@ def nvls_tree_allreduce(
     transfer = max(intra_s, inter_s)
     if profile.arch == "blackwell" and profile.gpus_per_nvlink_domain == profile.gpus_per_node:
         transfer /= nccl.tree_correction(size, SIMPLE)  # x86 Blackwell (tuning.cc:645)
-    loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS))
+    loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS), chunk)
     # fill: NVLS inside the domain, then one stage per tree level up and down between domains
     loops = profile.pipeline_fill_loops + profile.stage_fill_loops * 2 * nccl.log2_domains(shape)
     inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us

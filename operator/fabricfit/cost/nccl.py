@@ -110,8 +110,8 @@ PAT_FACTOR: Final = 0.75
 NVLS_MAX_HEADS: Final = 32
 NVLS_CHUNK_BYTES: Final = 128 << 10
 NVLS_CHUNK_STEPS: Final = (64, 8, 2)  # halve the chunk while bytes < k × ops × chunk
-# NVLS-tree (enqueue.cc): 128 KiB chunk, 64 KiB below 4 × ops × chunk, 32 KiB below 1 × ops.
-NVLS_TREE_CHUNK_STEPS: Final = (4, 1)
+# NVLS-tree (enqueue.cc): the chunk drops to 256/128/64/32 KiB below 32/16/4/1 × ops × chunk.
+NVLS_TREE_SHRINK: Final = ((32, 256 << 10), (16, 128 << 10), (4, 64 << 10), (1, 32 << 10))
 # Tree chunks (enqueue.cc): one step of the protocol's buffer (NCCL_STEPS = 8) — Simple 4 MiB,
 # LL128 120 elements × 640 threads × 8 steps × 8 B with 15/16 of each line data, LL 512 KiB / 2.
 TREE_CHUNK_BYTES: Final = (32 << 10, 576_000, 512 << 10)
@@ -120,10 +120,9 @@ TREE_CHUNK_BYTES: Final = (32 << 10, 576_000, 512 << 10)
 TREE_LL128_SHRINK: Final = ((64, 128 << 10), (16, 32 << 10))
 
 
-def nvls_channels(profile: FabricProfile, multi_domain: bool) -> int:
-    if profile.arch == "blackwell":
-        return 32 if multi_domain else 24
-    return 16
+def nvls_channels(profile: FabricProfile) -> int:
+    """NVLS channels inside one NVLink domain: 24 on Blackwell, 16 before (nvls.cc)."""
+    return 24 if profile.arch == "blackwell" else 16
 
 
 def node_index(shape: GroupShape) -> int:
@@ -147,13 +146,35 @@ def nvls_loop_bytes(size: int, channels: int, heads: int) -> int:
     return ops * chunk
 
 
-def nvls_tree_loop_bytes(size: int, channels: int, heads: int) -> int:
+def nvls_tree_tuning(shape: GroupShape, profile: FabricProfile) -> tuple[int, int]:
+    """NVLS-tree channels and largest chunk (nvls.cc ncclNvlsTuning @5067397c): 128 KiB chunks,
+    at most 64 KiB from 4 domains on; Blackwell across domains tuned by domain count, ranks per
+    domain and NIC rate (ncclNvlsTreeSm100Tuning). Its NIC-path test is read as: NIC and GPU
+    share a PCIe switch on 8-GPU nodes, not on Grace trays of a multi-node NVLink domain."""
+    chunk, domains = NVLS_CHUNK_BYTES, shape.domains
+    if profile.arch != "blackwell":
+        return 16, (64 << 10) if domains >= 4 else chunk
+    ppn, nic = shape.min_per_domain, profile.nic_gbit_per_s / 8
+    pxb = profile.gpus_per_nvlink_domain <= profile.gpus_per_node
+    if domains == 2 and nic >= 48:
+        if ppn <= 4:
+            return 32, 256 << 10
+        return 32, (64 << 10) if ppn >= 16 or (ppn <= 8 and pxb and nic < 96) else chunk
+    if nic >= 96:
+        if ppn <= 8:
+            return 24, 256 << 10
+        return 32, chunk if ppn < 32 else 64 << 10
+    if nic >= 48:
+        return 24, (64 << 10) if pxb else chunk
+    return 32, (64 << 10) if domains >= 4 else chunk
+
+
+def nvls_tree_loop_bytes(size: int, channels: int, heads: int, chunk: int) -> int:
     """Bytes NVLS-tree moves per loop, after NCCL's NVLS-tree chunk shrinking."""
     ops = channels * heads
-    chunk = NVLS_CHUNK_BYTES
-    for k in NVLS_TREE_CHUNK_STEPS:
-        if size < k * ops * chunk:
-            chunk //= 2
+    for k, smaller in NVLS_TREE_SHRINK:
+        if size < k * ops * chunk and chunk > smaller:
+            chunk = smaller
     return ops * chunk
 
 
