@@ -31,8 +31,11 @@ kueue,jobset,lws`` in a private state directory, stopped at the end unless ``--k
       ``--admit-seconds`` (it says why), the next looser set (preferred instead of required,
       then fewer slices) — the table names the set Kueue admitted; and, for reference, once
       more with only ``podset-preferred-topology`` at the rail-group level (issue #16's run);
-  (b) **fabricfit** in ``placement.mode: pinned`` (the operator, ``fabricfit run``, plans, pins
-      and kube-scheduler binds; Kueue ignores that namespace).
+  (b) **fabricfit** (the operator, ``fabricfit run``): through Kueue's AdmissionCheck
+      (``placement.mode: admission-check`` on a ClusterQueue of its own whose check fabricfit
+      controls: Kueue reserves quota, fabricfit plans and pins) when the operator in this
+      checkout has that mode, else ``pinned`` beside Kueue in a namespace Kueue ignores
+      (``--fabricfit-mode``); the output says which.
 
 * For both: the node of every pod read back from the cluster (``pod.spec.nodeName`` by
   completion index), the rail groups and spines used, and the predicted step communication of
@@ -50,13 +53,15 @@ one rail group (TP8·PP2·DP16 in whole-node pods, TP4·DP48 in 4-GPU pods).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,16 +254,28 @@ def describe(annotations: Mapping[str, str]) -> str:
     return ", ".join(parts)
 
 
-def topology_spec(job: BenchJob) -> dict[str, Any]:
-    """The TrainingTopology a user writes for the job (fabric: from the nodes' label)."""
+def topology_spec(job: BenchJob, mode: str = "pinned", name: str = "") -> dict[str, Any]:
+    """The TrainingTopology a user writes for the job (fabric: from the nodes' label) and its
+    Job ``name`` (default: the job's key)."""
     return {
-        "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": job.key},
+        "workloadRef": {"apiVersion": "batch/v1", "kind": "Job", "name": name or job.key},
         "gpusPerPod": job.gpus_per_pod,
         "parallelism": dict(job.parallelism),
         "rankOrder": "tp-cp-ep-dp-pp",
         "model": dict(job.model),
-        "placement": {"mode": "pinned", "tensor": "Required", "data": "Preferred"},
+        "placement": {"mode": mode, "tensor": "Required", "data": "Preferred"},
     }
+
+
+def admission_check_available() -> bool:
+    """Whether this checkout's operator runs as a Kueue AdmissionCheck controller."""
+    return importlib.util.find_spec("fabricfit.reconcile.admission") is not None
+
+
+def fabricfit_mode(requested: str) -> str:
+    if requested == "auto":
+        return "admission-check" if admission_check_available() else "pinned"
+    return requested
 
 
 @dataclass
@@ -322,6 +339,13 @@ class Bench:
         self.args = args
         self.rows: list[Row] = []
         self.started = started
+        self.serial = 0
+
+    def fresh_name(self, job: BenchJob) -> str:
+        """A Job name never used before in this run: each submission is its own Workload, and
+        no controller can mistake a deleted run's objects for the next one's."""
+        self.serial += 1
+        return f"{job.key}-{self.serial}"
 
     def say(self, message: str) -> None:
         print(f"  [{time.monotonic() - self.started:5.0f} s] {message}", flush=True)
@@ -350,14 +374,33 @@ class Bench:
             f"tenant pods ({time.monotonic() - started:.0f} s)"
         )
         try:
-            with kube.kueue_queues(self.c, shape.pool, shape.pool, LEVELS, total) as queue:
+            with (
+                kube.kueue_queues(self.c, shape.pool, shape.pool, LEVELS, total) as queue,
+                self._fabricfit_queue(shape, total) as ff_queue,
+            ):
                 for job in jobs:
-                    self.rows.append(self.run_job(shape, job.on(shape.gpus_per_node), queue))
+                    self.rows.append(
+                        self.run_job(shape, job.on(shape.gpus_per_node), queue, ff_queue)
+                    )
         finally:
             kube.delete_tenants(self.c)
             kube.delete_pool(self.c, shape.pool)
 
-    def run_job(self, shape: FabricShape, job: BenchJob, queue: str) -> Row:
+    @contextmanager
+    def _fabricfit_queue(self, shape: FabricShape, gpus: int) -> Iterator[str | None]:
+        """fabricfit's own ClusterQueue (AdmissionCheck mode), or None in pinned mode."""
+        if self.args.mode != "admission-check":
+            yield None
+            return
+        from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
+
+        name = f"{shape.pool}-fabricfit"
+        with kube.admission_queue(self.c, name, shape.pool, gpus, ADMISSION_CHECK_CONTROLLER) as q:
+            yield q
+
+    def run_job(
+        self, shape: FabricShape, job: BenchJob, queue: str, ff_queue: str | None = None
+    ) -> Row:
         ladder = careful_user_annotations(job, shape)
         row = Row(shape.fabric, job.key, job.label, job.pods, job.gpus_per_pod, "")
         left = kube.leftovers(self.c)
@@ -366,7 +409,7 @@ class Bench:
             self.say(f"{job.key}: {row.error}")
             return row
         snapshot = self.snapshot(shape)
-        spec = topology_spec(job)
+        spec = topology_spec(job, self.args.mode)
         request = request_from_spec(TrainingTopologySpec.model_validate(spec))
         profile = get_profile(shape.fabric)
         try:
@@ -380,7 +423,7 @@ class Bench:
                     shape.fabric, job.key, job.label, job.pods, job.gpus_per_pod, ""))  # fmt: skip
                 row.kueue_plain = _side(price_pods(snapshot, request, profile, nodes), nodes,
                                         seconds)  # fmt: skip
-            ff_nodes, tt, seconds = self.place_with_fabricfit(shape, job, spec)
+            ff_nodes, tt, seconds = self.place_with_fabricfit(shape, job, spec, ff_queue)
             status = tt.get("status") or {}
             row.fabricfit = _side(price_pods(snapshot, request, profile, ff_nodes), ff_nodes,
                                   seconds)  # fmt: skip
@@ -407,7 +450,8 @@ class Bench:
     ) -> tuple[list[str], dict[str, str], float]:  # fmt: skip
         for step in ladder:
             started = time.monotonic()
-            body = kube.indexed_job(job.key, job.pods, job.gpus_per_pod, shape.pool,
+            name = self.fresh_name(job)
+            body = kube.indexed_job(name, job.pods, job.gpus_per_pod, shape.pool,
                                     queue=queue, annotations=step)  # fmt: skip
             try:
                 created = self.c.batch.create_namespaced_job(kube.KUEUE_NS, body)
@@ -417,20 +461,20 @@ class Bench:
                 self.say(f"{job.key}: [{describe(step)}] {reason}")
                 continue
             uid = created.metadata.uid
-            outcome = self._wait_kueue(uid, job)
+            outcome = self._wait_kueue(uid, job, name)
             if isinstance(outcome, list):
                 seconds = time.monotonic() - started
                 workload = kube.workload_of(self.c, uid)
                 check = self._check_assignment(workload, outcome)
                 row.kueue_attempts.append(f"{describe(step)}: admitted{check}")
-                kube.delete_job(self.c, kube.KUEUE_NS, job.key)
+                kube.delete_job(self.c, kube.KUEUE_NS, name)
                 return outcome, step, seconds
             row.kueue_attempts.append(f"{describe(step)}: not admitted ({outcome})")
             self.say(f"{job.key}: Kueue did not admit [{describe(step)}]: {outcome}")
-            kube.delete_job(self.c, kube.KUEUE_NS, job.key)
+            kube.delete_job(self.c, kube.KUEUE_NS, name)
         raise kube.BenchError(f"Kueue admitted none of {len(ladder)} annotation sets")
 
-    def _wait_kueue(self, uid: str, job: BenchJob) -> list[str] | str:
+    def _wait_kueue(self, uid: str, job: BenchJob, name: str) -> list[str] | str:
         """The pods' nodes once Kueue admitted and kube-scheduler bound them, else why not."""
         deadline = time.monotonic() + self.args.admit_seconds
         message, refused_at = "no Workload yet", None
@@ -439,8 +483,8 @@ class Bench:
             if workload is not None:
                 if kueueobjects.is_admitted(workload):
                     found: list[str] = kube.poll(
-                        lambda: kube.bound_nodes(self.c, kube.KUEUE_NS, job.key, job.pods),
-                        120, f"{job.pods} pods of {job.key} bound")  # fmt: skip
+                        lambda: kube.bound_nodes(self.c, kube.KUEUE_NS, name, job.pods),
+                        120, f"{job.pods} pods of {name} bound")  # fmt: skip
                     return found
                 reserved = kueueobjects.condition(workload, "QuotaReserved")
                 if reserved is not None and reserved.get("status") == "False":
@@ -469,23 +513,29 @@ class Bench:
         return "" if counts == bound else " (pods NOT where its TopologyAssignment says)"
 
     def place_with_fabricfit(
-        self, shape: FabricShape, job: BenchJob, spec: dict[str, Any]
+        self, shape: FabricShape, job: BenchJob, spec: dict[str, Any], queue: str | None
     ) -> tuple[list[str], dict[str, Any], float]:
+        """Pinned: the Job beside Kueue. AdmissionCheck: the Job in Kueue's namespace on
+        fabricfit's ClusterQueue (created after its TrainingTopology, as a user would)."""
+        namespace = kube.KUEUE_NS if queue else kube.FABRICFIT_NS
+        name = self.fresh_name(job)
+        spec = {**spec, "workloadRef": {**spec["workloadRef"], "name": name}}
         started = time.monotonic()
+        body = {"apiVersion": "fabricfit.dev/v1alpha1", "kind": "TrainingTopology",
+                "metadata": {"name": name}, "spec": spec}  # fmt: skip
+        kube.create_topology(self.c, namespace, body)
         self.c.batch.create_namespaced_job(
-            kube.FABRICFIT_NS, kube.indexed_job(job.key, job.pods, job.gpus_per_pod, shape.pool)
+            namespace,
+            kube.indexed_job(name, job.pods, job.gpus_per_pod, shape.pool, queue=queue),
         )
-        kube.create_topology(self.c, {"apiVersion": "fabricfit.dev/v1alpha1",
-                                      "kind": "TrainingTopology",
-                                      "metadata": {"name": job.key}, "spec": spec})  # fmt: skip
         try:
             nodes: list[str] = kube.poll(
-                lambda: kube.bound_nodes(self.c, kube.FABRICFIT_NS, job.key, job.pods),
+                lambda: kube.bound_nodes(self.c, namespace, name, job.pods),
                 self.args.admit_seconds * 3, f"fabricfit to place {job.key}")  # fmt: skip
             seconds = time.monotonic() - started
 
             def placed() -> dict[str, Any] | None:
-                tt = kube.read_topology(self.c, job.key)
+                tt = kube.read_topology(self.c, namespace, name)
                 conds = (tt.get("status") or {}).get("conditions") or []
                 ok = any(c["type"] == "Placed" and c["status"] == "True" for c in conds)
                 return tt if ok else None
@@ -495,8 +545,8 @@ class Bench:
         finally:
             # The job (and its pods) first: whatever happens to the topology, the next run
             # must find the cluster as the tenants left it.
-            kube.delete_job(self.c, kube.FABRICFIT_NS, job.key)
-            kube.delete_topology(self.c, job.key)
+            kube.delete_job(self.c, namespace, name)
+            kube.delete_topology(self.c, namespace, name)
 
 
 def _groups(counts: Mapping[str, int]) -> str:
@@ -572,12 +622,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--admit-seconds", type=float, default=30,
                         help="how long Kueue gets to admit one annotation set")  # fmt: skip
     parser.add_argument("--controllers", default="kueue,jobset,lws")
+    parser.add_argument("--fabricfit-mode", dest="mode", default="auto",
+                        choices=("auto", "pinned", "admission-check"),
+                        help="how fabricfit places: auto = admission-check when this checkout's "
+                             "operator has it, else pinned")  # fmt: skip
     parser.add_argument("--no-plain", dest="plain", action="store_false",
                         help="skip the Kueue run with only a preferred rail group")  # fmt: skip
     parser.add_argument("--state-dir", type=Path, help="cluster state (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="leave the cluster running")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = parser.parse_args(argv)
+    args.mode = fabricfit_mode(args.mode)
     known = {j.key for j in JOBS}
     for name in args.jobs.split(","):
         if name not in known:
@@ -620,7 +675,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.rmtree(state_dir, ignore_errors=True)
     rows = bench.rows if bench is not None else []
     print()
-    print(f"fabricfit placed in mode pinned; Kueue v0.19.2 TAS placed alone. "
+    print(f"fabricfit placed in mode {args.mode}; Kueue v0.19.2 TAS placed alone. "
           f"{len(rows)} jobs in {time.monotonic() - started:.0f} s.")  # fmt: skip
     print()
     print("\n".join(markdown(rows)))

@@ -200,6 +200,34 @@ def kueue_queues(
             c.custom.delete_cluster_custom_object(group, version, plural, name)
 
 
+@contextmanager
+def admission_queue(c: Clients, name: str, pool: str, gpus: int, controller: str) -> Iterator[str]:
+    """fabricfit as the AdmissionCheck of a ClusterQueue on the pool (a plain ResourceFlavor:
+    fabricfit places, Kueue keeps quota and order), and its LocalQueue, all ``name``."""
+    group, version = kueueobjects.GROUP, kueueobjects.VERSION
+    check = {"apiVersion": f"{group}/{version}", "kind": "AdmissionCheck",
+             "metadata": {"name": name}, "spec": {"controllerName": controller}}  # fmt: skip
+    objects = [
+        ("resourceflavors", kueueobjects.resource_flavor(name, {POOL_LABEL: pool})),
+        ("admissionchecks", check),
+        ("clusterqueues", kueueobjects.cluster_queue(name, name, gpus, [name])),
+    ]
+    created: list[str] = []
+    try:
+        for plural, body in objects:
+            c.custom.create_cluster_custom_object(group, version, plural, body)
+            created.append(plural)
+        c.custom.create_namespaced_custom_object(
+            group, version, KUEUE_NS, "localqueues", kueueobjects.local_queue(name, name)
+        )
+        yield name
+    finally:
+        with suppress(ApiException):  # it may not have been created
+            c.custom.delete_namespaced_custom_object(group, version, KUEUE_NS, "localqueues", name)
+        for plural in reversed(created):
+            c.custom.delete_cluster_custom_object(group, version, plural, name)
+
+
 def indexed_job(
     name: str, pods: int, gpus: int, pool: str, *,
     queue: str | None = None, annotations: Mapping[str, str] | None = None,
@@ -261,24 +289,24 @@ def read_cluster(c: Clients, pool: str) -> tuple[list[dict[str, Any]], list[dict
     )
 
 
-def create_topology(c: Clients, body: dict[str, Any]) -> None:
-    c.custom.create_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2], body)
+def create_topology(c: Clients, namespace: str, body: dict[str, Any]) -> None:
+    c.custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], body)
 
 
-def read_topology(c: Clients, name: str) -> dict[str, Any]:
-    return dict(c.custom.get_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2], name))
+def read_topology(c: Clients, namespace: str, name: str) -> dict[str, Any]:
+    return dict(c.custom.get_namespaced_custom_object(*TT[:2], namespace, TT[2], name))
 
 
-def delete_topology(c: Clients, name: str) -> None:
+def delete_topology(c: Clients, namespace: str, name: str) -> None:
     try:
-        c.custom.delete_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2], name)
+        c.custom.delete_namespaced_custom_object(*TT[:2], namespace, TT[2], name)
     except ApiException as err:
         if err.status != 404:
             raise
 
     def gone() -> bool:
         try:
-            read_topology(c, name)
+            read_topology(c, namespace, name)
         except ApiException as err:
             if err.status == 404:
                 return True
@@ -295,7 +323,9 @@ def leftovers(c: Clients) -> str:
         pods = c.core.list_namespaced_pod(namespace).items
         if pods:
             found.append(f"{len(pods)} pods in {namespace}")
-    tts = c.custom.list_namespaced_custom_object(*TT[:2], FABRICFIT_NS, TT[2])["items"]
-    if tts:
-        found.append(f"TrainingTopologies {', '.join(t['metadata']['name'] for t in tts)}")
+    for namespace in (KUEUE_NS, FABRICFIT_NS):
+        tts = c.custom.list_namespaced_custom_object(*TT[:2], namespace, TT[2])["items"]
+        if tts:
+            names = ", ".join(t["metadata"]["name"] for t in tts)
+            found.append(f"TrainingTopologies {names} in {namespace}")
     return "; ".join(found)

@@ -124,3 +124,11 @@ def test_bad_arguments_are_one_line_and_exit_2(
         bench.parse_args(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_fabricfit_goes_through_kueue_when_the_operator_can() -> None:
+    assert bench.fabricfit_mode("pinned") == "pinned"
+    expected = "admission-check" if bench.admission_check_available() else "pinned"
+    assert bench.fabricfit_mode("auto") == expected
+    spec = bench.topology_spec(JOBS["zero3"], "admission-check")
+    assert spec["placement"]["mode"] == "admission-check" and spec["gpusPerPod"] == 4
