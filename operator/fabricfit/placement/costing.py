@@ -43,7 +43,6 @@ class StepModel:
         profile: FabricProfile,
     ) -> None:
         self._snapshot = snapshot
-        self._layout = layout
         self._request = request
         self._profile = profile
         self._groups = {k: [list(g) for g in layout.groups[k]] for k in GROUP_KINDS}

@@ -72,8 +72,6 @@ class Applied:
     """What applying changed and what stopped it: ``blocked`` (a started workload that needs
     suspending) or ``rejected`` (the API server refused the patch)."""
 
-    patched_workload: bool = False
-    unsuspended: bool = False
     blocked: str | None = None
     rejected: str | None = None
     pinned: list[str] = field(default_factory=list)
@@ -172,13 +170,11 @@ async def apply_to_workload(
         )
         if stopped is not None:
             return stopped
-        result.patched_workload = True
     pinned_alone = spec.placement.mode == "pinned" and not spec.queue_name
     if pinned_alone and is_suspended(ref.kind, workload):
         unsuspend = build_unsuspend_patch(ref.kind)
         if unsuspend is not None:
             await patch_workload(rest, ref, namespace, unsuspend)
-            result.unsuspended = True
     return result
 
 
