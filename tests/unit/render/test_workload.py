@@ -1,4 +1,5 @@
-"""Pod-template rendering per mode: expected templates, idempotence, user fields kept."""
+"""Pod-template rendering per mode: expected templates, idempotence, user fields kept; the
+JSON merge diff the workload patches are made of."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from fabricfit.render.workload import (
     Mode,
     build_template_patch,
     build_workload_labels,
+    merge_diff,
     rail_group_affinity_term,
 )
 
@@ -278,3 +280,45 @@ def test_duplicate_gates_of_ours_collapse_to_the_first() -> None:
         {"name": "a/b"},
         {"name": "a/b"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "diff"),
+    [
+        ({"a": 1}, {"a": 1}, {}),
+        ({"a": 1, "b": 2}, {"a": 1}, {"b": None}),
+        ({"a": {"x": 1, "y": 2}}, {"a": {"x": 1, "y": 3}}, {"a": {"y": 3}}),
+        ({"a": [1, 2]}, {"a": [1]}, {"a": [1]}),
+        ({"a": 1}, {"a": {"x": 1}}, {"a": {"x": 1}}),
+        (None, {"a": 1}, {"a": 1}),
+    ],
+)
+def test_merge_diff(old: Any, new: Any, diff: Any) -> None:
+    assert merge_diff(old, new) == diff
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 apply, to check merge_diff round-trips."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(result.get(key), value)
+    return result
+
+
+json_objects = st.recursive(
+    st.dictionaries(
+        st.sampled_from("abc"), st.integers(0, 3) | st.lists(st.integers(0, 2), max_size=2)
+    ),
+    lambda inner: st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(json_objects, json_objects)
+def test_merge_diff_round_trips(old: dict[str, Any], new: dict[str, Any]) -> None:
+    assert _merge(old, merge_diff(old, new)) == new
