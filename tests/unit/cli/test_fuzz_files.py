@@ -9,30 +9,18 @@ are in ``test_fuzz_process.py``. The count of inputs per class is printed.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fabricfit.cli.main import main
 from unit.cli import hostile
+from unit.cli.fuzzing import run_inprocess as run
 
 TRIED: Counter[str] = Counter()
 EXITS: Counter[tuple[str, int]] = Counter()
 MAX_ERROR_CHARS = 600
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
 
 
 def check(code: int, out: str, err: str, what: str) -> None:
