@@ -9,7 +9,6 @@ Placed.
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -19,10 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from helpers.cluster import TT, indexed_job, make_pool, planned, topology, wait_bound
+from helpers.cluster import TT, make_pool, placed_names, planned, submit_job, wait_bound
 from helpers.operator import OperatorProcess
+from helpers.peering import apply_peering_crds, peers_of
 from helpers.reliability import (
     MeteredOperator,
     audit_events,
@@ -32,44 +30,9 @@ from helpers.reliability import (
     state_directory,
 )
 from helpers.waiting import wait_for
-from unit.chart.rendering import of_kind, render
 
 BURST_JOBS = 24
 KILL_AFTER_PLACED = 8
-
-
-def placed(custom: Any, ns: str) -> set[str]:
-    items = custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"]
-    return {
-        tt["metadata"]["name"]
-        for tt in items
-        for c in (tt.get("status") or {}).get("conditions") or []
-        if c["type"] == "Placed" and c["status"] == "True"
-    }
-
-
-def apply_peering_crds(kubectl: list[str], tmp: Path) -> None:
-    crds = [
-        c
-        for c in of_kind(render(None, "peering.enabled=true"), "CustomResourceDefinition")
-        if c["spec"]["group"] == "kopf.dev"
-    ]
-    manifest = tmp / "peering-crds.yaml"
-    manifest.write_text(yaml.safe_dump_all(crds))
-    subprocess.run([*kubectl, "apply", "-f", str(manifest)], check=True, capture_output=True)
-    subprocess.run(
-        [*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-         *(f"crd/{c['metadata']['name']}" for c in crds)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-
-
-def peers_of(kubectl: list[str], name: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [*kubectl, "get", "clusterkopfpeering", name, "-o", "json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return dict(json.loads(out.stdout).get("status") or {}) if out.returncode == 0 else {}
 
 
 def pins_per_pod(offset: int, namespace: str) -> Counter[str]:
@@ -119,19 +82,17 @@ def test_standby_takes_over_when_the_active_replica_is_killed_mid_burst(
         sizes = [rng.choice([1, 2, 2, 4]) for _ in range(BURST_JOBS)]
         assert sum(sizes) <= len(nodes)
         for i, pods in enumerate(sizes):
-            batch.create_namespaced_job(namespace, indexed_job(f"h{i}", pods, "ha64"))
-            custom.create_namespaced_custom_object(
-                *TT[:2], namespace, TT[2], topology(f"h{i}", f"h{i}", {"tensor": 8, "data": pods})
-            )
-        wait_for(lambda: len(placed(custom, namespace)) >= KILL_AFTER_PLACED, 120, 0.2,
+            submit_job(batch, custom, namespace, f"h{i}", pods=pods, pool="ha64",
+                       parallelism={"tensor": 8, "data": pods})  # fmt: skip
+        wait_for(lambda: len(placed_names(custom, namespace)) >= KILL_AFTER_PLACED, 120, 0.2,
                  what=f"{KILL_AFTER_PLACED} jobs placed by the active replica")  # fmt: skip
         assert not standby.requests(), f"the standby acted: {standby.requests()}"
-        before_kill = len(placed(custom, namespace))
+        before_kill = len(placed_names(custom, namespace))
         killed_at = time.monotonic()
         active.stop(signal.SIGKILL)
         wait_for(lambda: "Resuming operations" in standby.logs(), 90, 0.1, what="takeover")
         takeover_seconds = time.monotonic() - killed_at
-        wait_for(lambda: len(placed(custom, namespace)) == BURST_JOBS, 180, 0.5,
+        wait_for(lambda: len(placed_names(custom, namespace)) == BURST_JOBS, 180, 0.5,
                  what="the standby to finish the burst")  # fmt: skip
         finish_seconds = time.monotonic() - killed_at
 

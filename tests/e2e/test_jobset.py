@@ -50,6 +50,37 @@ def jobset(name: str, pool: str, replicated: list[tuple[str, int, int]]) -> dict
     }
 
 
+def submit_jobset(
+    custom: Any,
+    namespace: str,
+    pool: str,
+    replicated: list[tuple[str, int, int]],
+    parallelism: dict[str, int],
+    **spec: Any,
+) -> dict[str, Any]:
+    """The suspended JobSet ``train`` and its TrainingTopology; returns the JobSet as stored."""
+    custom.create_namespaced_custom_object(
+        *JOBSET[:2], namespace, JOBSET[2], jobset("train", pool, replicated)
+    )
+    ref = {"apiVersion": f"{JOBSET[0]}/{JOBSET[1]}", "kind": "JobSet", "name": "train"}
+    tt = topology("train", "", parallelism, workloadRef=ref, **spec)
+    custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], tt)
+    return dict(custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train"))
+
+
+def live_pods(core: Any, namespace: str) -> list[Any]:
+    """The JobSet ``train``'s pods that are not being deleted."""
+    selector = "jobset.sigs.k8s.io/jobset-name=train"
+    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+    return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+
+def bound_pods(core: Any, namespace: str, count: int) -> list[Any] | None:
+    """The JobSet's ``count`` live pods once every one is bound, else None."""
+    live = live_pods(core, namespace)
+    return live if len(live) == count and all(p.spec.node_name for p in live) else None
+
+
 def rank_of(pod: Any, shapes: dict[str, tuple[int, int]], order: list[str]) -> int:
     """Pod k = pods of the replicated jobs before it + job index * pods per job + completion."""
     labels = pod.metadata.labels
@@ -65,18 +96,10 @@ def test_jobset_pods_made_by_the_real_controllers_land_where_planned(
 ) -> None:
     make_pool(core, "jobset", rail_groups_per_spine=2, nodes_per_rail_group=4)
     replicated = [("driver", 1, 2), ("workers", 2, 2)]  # 2 + 2x2 = 6 pods of 8 GPUs
-    custom.create_namespaced_custom_object(
-        *JOBSET[:2], namespace, JOBSET[2], jobset("train", "jobset", replicated)
-    )
-    spec = topology("train", "", {"tensor": 8, "data": 6})
-    spec["spec"]["workloadRef"] = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                   "name": "train"}  # fmt: skip
-    custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+    submit_jobset(custom, namespace, "jobset", replicated, {"tensor": 8, "data": 6})
 
     plan = planned(wait_condition(custom, namespace, "train", "Placed", "True", timeout=120))
-    selector = "jobset.sigs.k8s.io/jobset-name=train"
-    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-    live = [p for p in pods if p.metadata.deletion_timestamp is None]
+    live = live_pods(core, namespace)
     assert len(live) == 6
     shapes = {name: (replicas, per_job) for name, replicas, per_job in replicated}
     order = [name for name, _, _ in replicated]
@@ -105,27 +128,16 @@ def test_jobset_in_kueue_tas_mode_keeps_each_tp_pair_in_one_nvlink_domain(
     labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
     replicated = [("workers", 2, 2)]
     with kueue.queues(custom, namespace, namespace, {POOL_LABEL: "jobtas"}, gpus=64) as queue:
-        custom.create_namespaced_custom_object(
-            *JOBSET[:2], namespace, JOBSET[2], jobset("train", "jobtas", replicated)
-        )
-        spec = topology("train", "", {"tensor": 16, "data": 2}, queueName=queue,
-                        placement={"mode": "kueue-tas"})  # fmt: skip
-        spec["spec"]["workloadRef"] = {"apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                       "kind": "JobSet", "name": "train"}  # fmt: skip
-        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+        created = submit_jobset(custom, namespace, "jobtas", replicated,
+                                {"tensor": 16, "data": 2}, queueName=queue,
+                                placement={"mode": "kueue-tas"})  # fmt: skip
         wait_condition(custom, namespace, "train", "Planned", "True")
-        owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
-        workload = kueue.wait_admitted(custom, namespace, owner["metadata"]["uid"])
+        workload = kueue.wait_admitted(custom, namespace, created["metadata"]["uid"])
+        live = wait_for(lambda: bound_pods(core, namespace, 4), timeout_seconds=90,
+                        what="the JobSet's pods bound")  # fmt: skip
 
-        def bound() -> list[Any] | None:
-            pods = core.list_namespaced_pod(
-                namespace, label_selector="jobset.sigs.k8s.io/jobset-name=train"
-            ).items
-            live = [p for p in pods if p.metadata.deletion_timestamp is None]
-            return live if len(live) == 4 and all(p.spec.node_name for p in live) else None
-
-        live = wait_for(bound, timeout_seconds=90, what="the JobSet's pods bound")
-
+    # Read after admission: Planned=True is written before the template patch is applied.
+    owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
     template = owner["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     annotations = template["metadata"]["annotations"]
     level = annotations["kueue.x-k8s.io/podset-required-topology"]
@@ -159,18 +171,11 @@ def test_a_driver_and_its_workers_share_the_rail_group_through_a_podset_group(
         )
     replicated = [("driver", 1, 1), ("workers", 1, 3)]
     with kueue.queues(custom, namespace, namespace, {POOL_LABEL: "group"}, gpus=64) as queue:
-        custom.create_namespaced_custom_object(
-            *JOBSET[:2], namespace, JOBSET[2], jobset("train", "group", replicated)
-        )
-        spec = topology("train", "", {"tensor": 8, "data": 4}, queueName=queue,
-                        placement={"mode": "kueue-tas"})  # fmt: skip
-        spec["spec"]["workloadRef"] = {"apiVersion": "jobset.x-k8s.io/v1alpha2",
-                                       "kind": "JobSet", "name": "train"}  # fmt: skip
-        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+        owner = submit_jobset(custom, namespace, "group", replicated, {"tensor": 8, "data": 4},
+                              queueName=queue, placement={"mode": "kueue-tas"})  # fmt: skip
         wait_condition(custom, namespace, "train", "Planned", "True")
-        owner = custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "train")
         kueue.wait_admitted(custom, namespace, owner["metadata"]["uid"])
-        live = wait_for(lambda: _bound_pods(core, namespace, 4), timeout_seconds=90,
+        live = wait_for(lambda: bound_pods(core, namespace, 4), timeout_seconds=90,
                         what="the JobSet's pods bound")  # fmt: skip
 
     groups = {kueue.domain_of(labels[p.spec.node_name], RAIL_GROUP) for p in live}
@@ -181,10 +186,3 @@ def test_a_driver_and_its_workers_share_the_rail_group_through_a_podset_group(
         assert annotations["kueue.x-k8s.io/podset-group-name"] == "fabricfit-train"
         assert annotations["kueue.x-k8s.io/podset-required-topology"] == RAIL_GROUP
         assert "kueue.x-k8s.io/podset-slice-size" not in annotations
-
-
-def _bound_pods(core: Any, namespace: str, count: int) -> list[Any] | None:
-    selector = "jobset.sigs.k8s.io/jobset-name=train"
-    pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-    live = [p for p in pods if p.metadata.deletion_timestamp is None]
-    return live if len(live) == count and all(p.spec.node_name for p in live) else None

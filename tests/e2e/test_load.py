@@ -8,7 +8,6 @@ acts (the other's REST client makes no request at all), and the other takes over
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -21,31 +20,20 @@ from typing import Any
 import pytest
 
 from helpers.cluster import (
-    TT,
-    indexed_job,
     make_pool,
+    placed_names,
     planned,
-    topology,
+    submit_job,
     wait_bound,
     wait_condition,
 )
 from helpers.operator import OperatorProcess
+from helpers.peering import apply_peering_crds, peers_of
 from helpers.reliability import MeteredOperator, gpus_in_use
 from helpers.waiting import wait_for
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BURST_JOBS = 30
 BURST_DRAIN_LIMIT_SECONDS = 120
-
-
-def placed_count(custom: Any, ns: str) -> int:
-    items = custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"]
-    return sum(
-        1
-        for tt in items
-        for c in (tt.get("status") or {}).get("conditions") or []
-        if c["type"] == "Placed" and c["status"] == "True"
-    )
 
 
 def test_burst_of_topologies_drains_without_double_booking(
@@ -58,12 +46,10 @@ def test_burst_of_topologies_drains_without_double_booking(
     assert sum(sizes) <= len(names)
     start = time.monotonic()
     for i, pods in enumerate(sizes):
-        batch.create_namespaced_job(namespace, indexed_job(f"b{i}", pods, "burst64"))
-        custom.create_namespaced_custom_object(
-            *TT[:2], namespace, TT[2], topology(f"b{i}", f"b{i}", {"tensor": 8, "data": pods})
-        )
+        submit_job(batch, custom, namespace, f"b{i}", pods=pods, pool="burst64",
+                   parallelism={"tensor": 8, "data": pods})  # fmt: skip
     wait_for(
-        lambda: placed_count(custom, namespace) == BURST_JOBS,
+        lambda: len(placed_names(custom, namespace)) == BURST_JOBS,
         BURST_DRAIN_LIMIT_SECONDS,
         1.0,
         f"{BURST_JOBS} jobs placed",
@@ -81,18 +67,9 @@ def test_burst_of_topologies_drains_without_double_booking(
 
 
 @pytest.fixture
-def peering(kubectl: list[str]) -> Iterator[str]:
+def peering(kubectl: list[str], tmp_path: Path) -> Iterator[str]:
     """kopf's peering CRDs and a ClusterKopfPeering object of a fresh name."""
-    subprocess.run(
-        [*kubectl, "apply", "-f", str(FIXTURES / "kopf-peering-crds.yaml")],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-         "crd/clusterkopfpeerings.kopf.dev", "crd/kopfpeerings.kopf.dev"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    apply_peering_crds(kubectl, tmp_path)
     name = f"ff-{uuid.uuid4().hex[:6]}"
     peer = f"apiVersion: kopf.dev/v1\nkind: ClusterKopfPeering\nmetadata: {{name: {name}}}\n"
     subprocess.run([*kubectl, "apply", "-f", "-"], input=peer.encode(), check=True)
@@ -100,15 +77,6 @@ def peering(kubectl: list[str]) -> Iterator[str]:
     subprocess.run(
         [*kubectl, "delete", "clusterkopfpeering", name], capture_output=True, check=False
     )
-
-
-def peers_of(kubectl: list[str], name: str) -> dict[str, Any]:
-    """The replicas recorded in the ClusterKopfPeering's status (identity -> priority...)."""
-    out = subprocess.run(
-        [*kubectl, "get", "clusterkopfpeering", name, "-o", "json"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return dict(json.loads(out).get("status") or {})
 
 
 def test_two_replicas_with_peering_only_one_acts(
@@ -131,10 +99,8 @@ def test_two_replicas_with_peering_only_one_acts(
         low.start()
         wait_for(lambda: len(peers_of(kubectl, peering)) == 2, 60, what="both replicas peered")
         for i in range(3):
-            batch.create_namespaced_job(namespace, indexed_job(f"p{i}", 2, "peers"))
-            custom.create_namespaced_custom_object(
-                *TT[:2], namespace, TT[2], topology(f"p{i}", f"p{i}", {"tensor": 8, "data": 2})
-            )
+            submit_job(batch, custom, namespace, f"p{i}", pods=2, pool="peers",
+                       parallelism={"tensor": 8, "data": 2})  # fmt: skip
         for i in range(3):
             wait_condition(custom, namespace, f"p{i}", "Placed", "True")
         assert any(k[0] == "PATCH" for k in high.requests()), high.requests()
@@ -143,10 +109,8 @@ def test_two_replicas_with_peering_only_one_acts(
 
         high.stop(signal.SIGTERM)  # a clean exit removes it from the peering object
         wait_for(lambda: "Resuming operations" in low.logs(), 90, what="low resumes")
-        batch.create_namespaced_job(namespace, indexed_job("after", 2, "peers"))
-        custom.create_namespaced_custom_object(
-            *TT[:2], namespace, TT[2], topology("after", "after", {"tensor": 8, "data": 2})
-        )
+        submit_job(batch, custom, namespace, "after", pods=2, pool="peers",
+                   parallelism={"tensor": 8, "data": 2})  # fmt: skip
         wait_condition(custom, namespace, "after", "Placed", "True", 120)
         assert any(k[0] == "PATCH" for k in low.requests()), low.requests()
         assert low.alive()

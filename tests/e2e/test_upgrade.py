@@ -22,10 +22,9 @@ from helpers.accounts import sa_kubeconfig
 from helpers.cluster import (
     POOL_LABEL,
     TT,
-    indexed_job,
     make_pool,
     planned,
-    topology,
+    submit_job,
     wait_bound,
     wait_condition,
 )
@@ -123,10 +122,8 @@ def test_install_place_upgrade_uninstall_leaves_nothing_stuck(
         try:
             chart_operator.start()
             make_pool(core, "upg", rail_groups_per_spine=1, nodes_per_rail_group=4)
-            batch.create_namespaced_job(namespace, indexed_job("placed", 2, "upg"))
-            custom.create_namespaced_custom_object(
-                *TT[:2], namespace, TT[2], topology("placed", "placed", {"tensor": 8, "data": 2})
-            )
+            submit_job(batch, custom, namespace, "placed", pods=2, pool="upg",
+                       parallelism={"tensor": 8, "data": 2})  # fmt: skip
             tt = wait_condition(custom, namespace, "placed", "Placed", "True", timeout=120)
             bound = {
                 i: p.spec.node_name for i, p in wait_bound(core, namespace, "placed", 2).items()

@@ -11,7 +11,8 @@ from helpers.waiting import wait_for
 
 __all__ = [  # the job and topology builders live in devcluster.jobs (the benchmarks use them)
     "POOL_LABEL", "RAIL_GROUP", "TT", "condition", "foreign_pod", "get_tt", "indexed_job",
-    "job_pods", "make_pool", "planned", "topology", "wait_bound", "wait_condition",
+    "job_pods", "make_pool", "placed_names", "planned", "submit_job", "topology", "wait_bound",
+    "wait_condition",
 ]  # fmt: skip
 
 RAIL_GROUP = "topology.fabricfit.dev/rail-group"
@@ -36,6 +37,25 @@ def foreign_pod(name: str, node: str, gpus: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def submit_job(
+    batch: Any,
+    custom: Any,
+    namespace: str,
+    name: str,
+    *,
+    pods: int,
+    pool: str,
+    parallelism: dict[str, int],
+    **spec: Any,
+) -> None:
+    """A suspended Indexed Job of ``pods`` 8-GPU pods in ``pool`` and its TrainingTopology,
+    both called ``name`` (``spec`` adds or overrides TrainingTopology fields)."""
+    batch.create_namespaced_job(namespace, indexed_job(name, pods, pool))
+    custom.create_namespaced_custom_object(
+        *TT[:2], namespace, TT[2], topology(name, name, parallelism, **spec)
+    )
+
+
 def get_tt(custom: Any, namespace: str, name: str) -> dict[str, Any]:
     return dict(custom.get_namespaced_custom_object(*TT[:2], namespace, TT[2], name))
 
@@ -56,6 +76,16 @@ def wait_condition(
         return tt if c is not None and c["status"] == status else None
 
     return wait_for(check, timeout_seconds=timeout, what=f"{name} {type_}={status}")
+
+
+def placed_names(custom: Any, ns: str) -> set[str]:
+    """The TrainingTopologies of ``ns`` whose Placed condition is True."""
+    items = custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"]
+    return {
+        tt["metadata"]["name"]
+        for tt in items
+        if (condition(tt, "Placed") or {}).get("status") == "True"
+    }
 
 
 def planned(tt: dict[str, Any]) -> list[str]:
