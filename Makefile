@@ -30,7 +30,7 @@ unit: venv
 	$(BIN)/pytest -m "not e2e and not slow and not tools" -q
 
 cluster-build:
-	hack/cluster build --with kueue,jobset,lws
+	hack/cluster build --with kueue,jobset,lws,trainer
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
 e2e: venv cluster-build tools

@@ -117,7 +117,7 @@ def build_parser() -> _Parser:
         dest="with_",
         type=_components,
         default=[],
-        metavar="kueue,jobset,lws",
+        metavar="kueue,jobset,lws,trainer",
         help="also run these controllers (any subset), built by: hack/cluster build --with ...",
     )
     up.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)

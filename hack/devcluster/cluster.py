@@ -269,17 +269,26 @@ def _kwok_args(b: Binaries, d: Path, p: Ports, tuning: Tuning = DEFAULT_TUNING) 
     ]
 
 
+@dataclass(frozen=True)
+class Command:
+    """What a component runs: its argv, and its environment (None: this process's own)."""
+
+    argv: list[str]
+    env: dict[str, str] | None = None
+
+
 def launch(
     state: State,
     name: str,
-    argv: list[str],
+    command: Command,
     *,
     probe: Callable[[], bool],
     timeout: float,
     say: Callable[[str], None],
 ) -> None:
     say(f"starting {name}")
-    started = start(name, argv, Path(state.directory) / "logs" / f"{name}.log")
+    log = Path(state.directory) / "logs" / f"{name}.log"
+    started = start(name, command.argv, log, env=command.env)
     state.processes.append(started)
     state.save()
     wait_until(name, probe, started, timeout)
@@ -390,7 +399,7 @@ def _start_components(
     ]
     probes = _probes(state)
     for name, argv, timeout in components:
-        launch(state, name, argv, probe=probes[name], timeout=timeout, say=say)
+        launch(state, name, Command(argv), probe=probes[name], timeout=timeout, say=say)
 
 
 def component_health(state: State) -> dict[str, tuple[bool, bool]]:

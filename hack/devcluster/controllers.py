@@ -1,4 +1,5 @@
-"""What the optional controllers (Kueue, JobSet, LeaderWorkerSet) are and how they run locally.
+"""What the optional controllers (Kueue, JobSet, LeaderWorkerSet, Kubeflow Trainer) are and how
+they run locally.
 
 Pure builders, no processes: which names ``--with`` accepts and in what order they start, each
 controller's Configuration file, its command line, and the rewrite of its own webhook and CRD
@@ -18,12 +19,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-#: Start order: Kueue last, so the JobSet and LeaderWorkerSet CRDs its integrations watch exist.
-ORDER: Final = ("jobset", "lws", "kueue")
+#: Start order: the Trainer after JobSet (it builds JobSets), Kueue last, so the JobSet and
+#: LeaderWorkerSet CRDs its integrations watch exist.
+ORDER: Final = ("jobset", "lws", "trainer", "kueue")
 #: hack/versions.env key of each controller's pinned version.
-VERSION_KEYS: Final = {"kueue": "KUEUE_VERSION", "jobset": "JOBSET_VERSION", "lws": "LWS_VERSION"}
+VERSION_KEYS: Final = {
+    "kueue": "KUEUE_VERSION",
+    "jobset": "JOBSET_VERSION",
+    "lws": "LWS_VERSION",
+    "trainer": "TRAINER_VERSION",
+}
 #: Namespace each controller considers its own (leader election and cert secrets, both off here).
-NAMESPACES: Final = {"kueue": "kueue-system", "jobset": "jobset-system", "lws": "lws-system"}
+NAMESPACES: Final = {
+    "kueue": "kueue-system",
+    "jobset": "jobset-system",
+    "lws": "lws-system",
+    "trainer": "kubeflow-system",
+}
+#: Controllers another one cannot work without: a TrainJob runs as a JobSet.
+REQUIRES: Final = {"trainer": ("jobset",)}
+#: The Trainer's webhook server reads its cert from controller-runtime's default directory under
+#: the process's temporary directory (its Configuration has no cert dir), so each cluster gives
+#: it a TMPDIR of its own and writes the cert there.
+TRAINER_CERT_SUBDIR: Final = Path("k8s-webhook-server", "serving-certs")
 #: Kueue integrations enabled by default; Kueue waits for a framework's CRD to appear.
 KUEUE_FRAMEWORKS: Final = (
     "batch/job",
@@ -87,7 +105,8 @@ def parse_with(value: str) -> list[str]:
             + ", ".join(sorted(ORDER))
             + ")"
         )
-    return [n for n in ORDER if n in names]
+    wanted = set(names) | {r for n in names for r in REQUIRES.get(n, ())}
+    return [n for n in ORDER if n in wanted]
 
 
 def _address(port: int) -> str:
@@ -134,17 +153,47 @@ def lws_configuration(ports: ControllerPorts, cert_dir: Path) -> dict[str, Any]:
     return _common("lws", ports, cert_dir, "config.lws.x-k8s.io/v1alpha1")
 
 
+def trainer_configuration(ports: ControllerPorts, cert_dir: Path) -> dict[str, Any]:
+    """Kubeflow Trainer's ``config.trainer.kubeflow.org/v1alpha1`` Configuration (its own
+    schema: ``certManagement`` instead of ``internalCertManagement``, no cert dir, metrics over
+    plain HTTP on loopback). ``cert_dir`` is where :func:`environment` makes it look."""
+    return {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "certManagement": {"enable": False},
+        "webhook": {"port": ports.webhook, "host": _LOOPBACK},
+        "health": {"healthProbeBindAddress": _address(ports.health)},
+        "metrics": {"bindAddress": _address(ports.metrics), "secureServing": False},
+    }
+
+
 def configuration(name: str, ports: ControllerPorts, cert_dir: Path) -> dict[str, Any]:
     builders = {
         "kueue": kueue_configuration,
         "jobset": jobset_configuration,
         "lws": lws_configuration,
+        "trainer": trainer_configuration,
     }
     return builders[name](ports, cert_dir)
 
 
+def webhook_cert_dir(name: str, directory: Path) -> Path:
+    """Where the controller's webhook serving cert goes in the cluster's state ``directory``."""
+    if name == "trainer":
+        return directory / "trainer-tmp" / TRAINER_CERT_SUBDIR
+    return directory / "pki" / f"{name}-webhook"
+
+
+def environment(name: str, directory: Path, base: Mapping[str, str]) -> dict[str, str] | None:
+    """The process environment of the controller (None: inherit ``base`` unchanged)."""
+    if name == "trainer":
+        return {**base, "TMPDIR": str(directory / "trainer-tmp")}
+    return None
+
+
 def command_line(binary: Path, config_file: Path, kubeconfig: Path) -> list[str]:
-    """argv of a controller (all three are controller-runtime managers with a --config file)."""
+    """argv of a controller (all are controller-runtime managers with a --config file)."""
     return [str(binary), f"--config={config_file}", f"--kubeconfig={kubeconfig}"]
 
 

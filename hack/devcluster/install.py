@@ -1,4 +1,4 @@
-"""Start the optional controllers (``hack/cluster up --with kueue,jobset,lws``) on a running
+"""Start the optional controllers (``hack/cluster up --with kueue,jobset,lws,trainer``) on a running
 local control plane.
 
 For each controller, in :data:`controllers.ORDER`: issue its loopback webhook serving cert from
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -65,7 +66,7 @@ def _start_one(
     record = controllers.Controller(name=name, version=home.version, ports=ports)
     state.controllers.append(record)
     state.save()
-    cert_dir = d / "pki" / f"{name}-webhook"
+    cert_dir = controllers.webhook_cert_dir(name, d)
     pki.issue_serving_cert(d / "pki", cert_dir, f"{name}-webhook")
     if name == "kueue":
         ensure_kueue_metrics_cert()
@@ -82,7 +83,8 @@ def _start_one(
     argv = controllers.command_line(home.binary, config_file, state.kubeconfig)
     probe = _ready_probe(ports, d / "pki" / "ca.crt")
     try:
-        cluster.launch(state, name, argv, probe=probe, timeout=START_TIMEOUT_SECONDS, say=say)
+        command = cluster.Command(argv, controllers.environment(name, d, os.environ))
+        cluster.launch(state, name, command, probe=probe, timeout=START_TIMEOUT_SECONDS, say=say)
     except ClusterError:
         _stop_recorded(state, name)
         raise

@@ -4,7 +4,7 @@
 # are already cached is skipped, so a second run costs seconds.
 #   build.sh                      etcd, kwok, helm, kubernetes
 #   build.sh prometheus           the same, plus the Prometheus server the e2e scrape runs (hack/tools.sh)
-#   build.sh kueue jobset lws     the same, plus these optional controllers
+#   build.sh kueue jobset lws trainer   the same, plus these optional controllers
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -198,15 +198,18 @@ build_optional() { # build_optional <component>
     jobset) build_controller jobset "$JOBSET_VERSION" sigs.k8s.io/jobset . \
               config/components/crd config/components/webhook ;;
     lws) build_controller lws "$LWS_VERSION" sigs.k8s.io/lws cmd config/crd config/webhook ;;
+    trainer) build_optional jobset  # a TrainJob runs as a JobSet: `up --with trainer` starts both
+             build_controller trainer "$TRAINER_VERSION" github.com/kubeflow/trainer/v2 \
+               cmd/trainer-controller-manager manifests/base/crds manifests/base/webhook ;;
     prometheus) build_prometheus ;;
-    *) die "unknown component '$1' (expected kueue, jobset or lws)" ;;
+    *) die "unknown component '$1' (expected kueue, jobset, lws or trainer)" ;;
   esac
 }
 
 main() {
   local c
   for c in "$@"; do  # check every name before a build that can take minutes
-    case "$c" in kueue|jobset|lws|prometheus) ;; *) die "unknown component '$c' (expected kueue, jobset or lws)" ;; esac
+    case "$c" in kueue|jobset|lws|trainer|prometheus) ;; *) die "unknown component '$c' (expected kueue, jobset, lws or trainer)" ;; esac
   done
   mkdir -p "$cache"
   # One build at a time per cache: a second caller waits instead of deleting the first's work.

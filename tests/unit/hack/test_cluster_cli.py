@@ -97,7 +97,7 @@ def test_up_with_an_unknown_controller_is_one_line_and_exit_2(tmp_path: Path) ->
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "hack/cluster: argument --with: unknown component 'volcano' for --with "
-        "(expected any of: jobset, kueue, lws)"
+        "(expected any of: jobset, kueue, lws, trainer)"
     )
     assert not (tmp_path / "none").exists()
 
@@ -106,7 +106,7 @@ def test_build_with_an_unknown_argument_is_one_line_and_exit_2() -> None:
     result = run(["build", "--fast"])
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "hack/cluster build: unknown argument '--fast' (expected --with kueue,jobset,lws)"
+        "hack/cluster build: unknown argument '--fast' (expected --with kueue,jobset,lws,trainer)"
     )
 
 

@@ -31,9 +31,11 @@ def test_with_lists_any_subset_in_start_order() -> None:
 @given(st.sets(st.sampled_from(controllers.ORDER), min_size=1))
 def test_kueue_always_starts_after_the_crds_it_integrates(names: set[str]) -> None:
     ordered = controllers.parse_with(",".join(sorted(names)))
-    assert set(ordered) == names
+    assert set(ordered) == names | ({"jobset"} if "trainer" in names else set())
     if "kueue" in ordered:
         assert ordered[-1] == "kueue"
+    if "trainer" in ordered:  # a TrainJob runs as a JobSet: its CRD must be there first
+        assert ordered.index("jobset") < ordered.index("trainer")
 
 
 @pytest.mark.parametrize("value", ["", ",", "kueue,volcano", "Kueue"])
@@ -81,6 +83,24 @@ def test_kueue_configuration_enables_integrations_and_tas() -> None:
     assert {"key": "fabricfit.dev/kueue", "operator": "NotIn", "values": ["ignore"]} in exempt
     custom = controllers.kueue_configuration(PORTS, CERTS, frameworks=["batch/job"])
     assert custom["integrations"]["frameworks"] == ["batch/job"]
+
+
+def test_trainer_runs_locally_in_its_own_configuration_schema(tmp_path: Path) -> None:
+    doc = controllers.configuration("trainer", PORTS, tmp_path)
+    assert doc["apiVersion"] == "config.trainer.kubeflow.org/v1alpha1"
+    assert doc["leaderElection"] == {"leaderElect": False}
+    assert doc["certManagement"] == {"enable": False}
+    assert "internalCertManagement" not in doc  # not a field of the Trainer's schema
+    assert doc["webhook"] == {"port": 19443, "host": "127.0.0.1"}
+    assert doc["health"] == {"healthProbeBindAddress": "127.0.0.1:18081"}
+    assert doc["metrics"] == {"bindAddress": "127.0.0.1:18443", "secureServing": False}
+    # Its webhook server reads controller-runtime's default cert dir under TMPDIR.
+    env = controllers.environment("trainer", tmp_path, {"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "TMPDIR": str(tmp_path / "trainer-tmp")}
+    cert_dir = controllers.webhook_cert_dir("trainer", tmp_path)
+    assert cert_dir == Path(env["TMPDIR"], "k8s-webhook-server", "serving-certs")
+    assert controllers.environment("kueue", tmp_path, {}) is None
+    assert controllers.webhook_cert_dir("kueue", tmp_path) == tmp_path / "pki" / "kueue-webhook"
 
 
 def test_jobset_serves_metrics_from_the_webhook_cert_dir() -> None:
@@ -223,6 +243,7 @@ def test_readme_versions_table_matches_the_pins() -> None:
         "Kueue (`--with kueue`)": pins["KUEUE_VERSION"],
         "JobSet (`--with jobset`)": pins["JOBSET_VERSION"],
         "LeaderWorkerSet (`--with lws`)": pins["LWS_VERSION"],
+        "Kubeflow Trainer (`--with trainer`)": pins["TRAINER_VERSION"],
         "etcd": pins["ETCD_VERSION"],
         "kwok": pins["KWOK_VERSION"],
         "helm": pins["HELM_VERSION"],
