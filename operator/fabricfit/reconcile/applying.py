@@ -72,6 +72,7 @@ class Applied:
     """What applying changed and what stopped it: ``blocked`` (a started workload that needs
     suspending) or ``rejected`` (the API server refused the patch)."""
 
+    patched_workload: bool = False
     blocked: str | None = None
     rejected: str | None = None
     pinned: list[str] = field(default_factory=list)
@@ -170,6 +171,7 @@ async def apply_to_workload(
         )
         if stopped is not None:
             return stopped
+        result.patched_workload = True
     pinned_alone = spec.placement.mode == "pinned" and not spec.queue_name
     if pinned_alone and is_suspended(ref.kind, workload):
         unsuspend = build_unsuspend_patch(ref.kind)
