@@ -11,6 +11,7 @@ created at startup when missing.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -90,6 +91,17 @@ def configure(parser: Parser) -> None:
     parser.add_argument("--verbose", action="store_true", help="debug logging")
 
 
+# Collect young objects every 50,000 allocations instead of 700: on a large cluster the heap holds
+# millions of long-lived objects (nodes, pods, snapshots) and each older-generation pass walks
+# them. Measured on a 12,800-node snapshot: an 8,192-GPU plan took 0.65 s of CPU with the
+# defaults, 0.41 s with these (0.40 s with the collector off).
+GC_THRESHOLDS = (50_000, 50, 1000)
+
+
+def tune_gc() -> None:
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def execute(args: argparse.Namespace) -> int:
     import kopf
 
@@ -120,6 +132,7 @@ def execute(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_seconds,
         namespaces=tuple(args.namespace),
     )
+    tune_gc()
     if args.kubeconfig:  # kopf's own login reads $KUBECONFIG
         os.environ["KUBECONFIG"] = args.kubeconfig
     kueue = kueue_served(args.kubeconfig)

@@ -14,8 +14,9 @@ from fabricfit.reconcile.draft import Transition
 from fabricfit.reconcile.observe import Observer
 
 Index = Mapping[Any, Any]
+Listing = Callable[[], list[Mapping[str, Any]]]
 #: kopf index ids; handlers receive each as a keyword argument of that name.
-INDEXES = ("fabricfit_nodes", "fabricfit_pods", "fabricfit_topologies")
+INDEXES = ("fabricfit_pods", "fabricfit_topologies")
 logger = logging.getLogger(__name__)
 
 
@@ -24,23 +25,23 @@ KUEUE_INDEXES = ("fabricfit_kueue_workloads", "fabricfit_admission_checks", "fab
 
 
 def views_from(
-    nodes: Index,
+    nodes: Listing,
     pods: Index,
     topologies: Index,
-    extra_pods: Callable[[], list[Mapping[str, Any]]] | None = None,
+    other_pods: Listing | None = None,
     *,
     kueue: tuple[Index, Index, Index] | None = None,
     dra: DraInventoryWatch | None = None,
 ) -> Callable[[], Views]:
-    """A function that copies kopf's live indexes into plain lists at call time (plus, in
-    namespaced mode, the bound pods of the namespaces kopf does not watch, and the DRA
-    ResourceSlices and ResourceClaims when start-up watches them)."""
+    """A function that copies, at call time, the nodes, kopf's live indexes (our pods and the
+    TrainingTopologies), every other bound pod, and the DRA ResourceSlices and ResourceClaims
+    when start-up watches them, into plain lists."""
 
     def take() -> Views:
         listed = [v for store in pods.values() for v in store]
         return Views(
-            nodes=[v for store in nodes.values() for v in store],
-            pods=listed + extra_pods() if extra_pods is not None else listed,
+            nodes=nodes(),
+            pods=listed + other_pods() if other_pods is not None else listed,
             topologies={k: next(iter(store)) for k, store in topologies.items() if store},
             kueue=KueueViews() if kueue is None else kueue_views(*kueue),
             slices=dra.slices.items() if dra is not None else [],
@@ -60,17 +61,18 @@ def kueue_views(workloads: Index, checks: Index, flavors: Index) -> KueueViews:
 
 
 def views_of(kwargs: Mapping[str, Any], memo: kopf.Memo) -> Callable[[], Views]:
-    """Views of the indexes kopf passed to a handler, with the other namespaces' pods that
-    start-up began to watch in namespaced mode (``memo["other_pods"]``) and the DRA objects
-    it watches when ``resource.k8s.io`` is served (``memo["dra"]``)."""
-    nodes, pods, topologies = (kwargs[name] for name in INDEXES)
-    others = memo.get("other_pods")
+    """Views of kopf's indexes passed to a handler plus what start-up mirrors itself: the nodes
+    (``memo["nodes"]``), the bound pods kopf does not watch (``memo["other_pods"]``) and the
+    DRA objects it watches when ``resource.k8s.io`` is served (``memo["dra"]``)."""
+    pods, topologies = (kwargs[name] for name in INDEXES)
+    nodes, others = memo.get("nodes"), memo.get("other_pods")
     workloads, checks, flavors = (kwargs.get(name) for name in KUEUE_INDEXES)
     kueue = None
     if workloads is not None and checks is not None and flavors is not None:
         kueue = (workloads, checks, flavors)
     extra = others.pods if others is not None else None
-    return views_from(nodes, pods, topologies, extra, kueue=kueue, dra=memo.get("dra"))
+    listing = nodes.values if nodes is not None else list
+    return views_from(listing, pods, topologies, extra, kueue=kueue, dra=memo.get("dra"))
 
 
 def post(body: kopf.Body, transitions: tuple[Transition, ...]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import kopf
 
 from fabricfit import __version__
-from fabricfit.api.constants import FINALIZER
+from fabricfit.api.constants import FINALIZER, TOPOLOGY_LABEL
 from fabricfit.handlers.common import views_of
 from fabricfit.handlers.placed import PlacedTrigger
 from fabricfit.kube.rest import Rest, load_credentials
@@ -29,9 +30,15 @@ from fabricfit.reconcile.cluster_pods import (
 )
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.dra import DraInventoryWatch, dra_served
+from fabricfit.reconcile.inventory import node_entry
+from fabricfit.reconcile.mirror import Mirror
 from fabricfit.reconcile.observe import Observer
 
 logger = logging.getLogger(__name__)
+#: kopf watches only the pods labelled as a TrainingTopology's (server-side); ClusterPods
+#: mirrors every other bound pod.
+POD_SELECTOR = TOPOLOGY_LABEL
+SYNC_TIMEOUT_SECONDS = 600.0
 
 
 def configure_settings(settings: kopf.OperatorSettings) -> None:
@@ -41,6 +48,7 @@ def configure_settings(settings: kopf.OperatorSettings) -> None:
         prefix="fabricfit.dev", key="last-handled-configuration"
     )
     settings.scanning.disabled = True
+    settings.watching.label_selectors["", "v1", "pods"] = POD_SELECTOR
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -57,18 +65,25 @@ async def run_census(observer: Observer, take: Callable[[], Views], period: floa
         await asyncio.sleep(period)
 
 
-async def watch_other_namespaces(state: OperatorState, memo: kopf.Memo) -> ClusterPods:
-    """Namespaced mode: refuse to start without cluster-wide pod reads, else start the watch
-    and wait for its first listing (a plan must never see fewer busy GPUs than there are)."""
-    try:
-        await require_cluster_pods(state.rest, state.config.namespaces)
-    except ClusterPodsForbiddenError as err:
-        logger.error("%s", err)
-        raise kopf.PermanentError(str(err)) from err
-    watcher = ClusterPods(state.rest, state.config.namespaces)
-    memo["cluster_pods"] = asyncio.create_task(watcher.run())
-    await asyncio.wait_for(watcher.synced.wait(), timeout=120)
-    return watcher
+async def start_mirrors(state: OperatorState, memo: kopf.Memo) -> None:
+    """Mirror the nodes and every bound pod kopf does not watch, and wait for their first
+    listings (a plan must never see fewer nodes or busy GPUs than there are). Namespaced mode
+    refuses to start without cluster-wide pod reads."""
+    if state.config.namespaces:
+        try:
+            await require_cluster_pods(state.rest, state.config.namespaces)
+        except ClusterPodsForbiddenError as err:
+            logger.error("%s", err)
+            raise kopf.PermanentError(str(err)) from err
+    nodes = Mirror(state.rest, "/api/v1/nodes", node_entry)
+    pods = ClusterPods(state.rest, state.config.namespaces)
+    memo["node_mirror"] = asyncio.create_task(nodes.run())
+    memo["cluster_pods"] = asyncio.create_task(pods.run())
+    waits = (nodes.synced.wait(), pods.synced.wait())
+    await asyncio.wait_for(asyncio.gather(*waits), timeout=SYNC_TIMEOUT_SECONDS)
+    memo["nodes"], memo["other_pods"] = nodes, pods
+    logger.info("mirrored %d nodes and %d other bound pods", len(nodes), len(pods))
+    gc.freeze()  # the listing is long-lived: keep it out of every later collection
 
 
 async def watch_dra(state: OperatorState, memo: kopf.Memo) -> None:
@@ -120,15 +135,14 @@ def register_lifecycle(
         state = OperatorState(config=config, rest=Rest(load_credentials(kubeconfig)))
         observer = start_state(memo, state, metrics)
         serve_metrics(memo, metrics, metrics_port)
-        if config.namespaces:
-            memo["other_pods"] = await watch_other_namespaces(state, memo)
+        await start_mirrors(state, memo)
         await watch_dra(state, memo)
         take = views_of(kwargs, memo)
         memo["census"] = asyncio.create_task(run_census(observer, take, config.resync_seconds))
 
     @kopf.on.cleanup(registry=registry, id="cleanup")
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-        for task in ("census", "cluster_pods"):
+        for task in ("census", "cluster_pods", "node_mirror"):
             if task in memo:
                 memo[task].cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -3,9 +3,9 @@
 A TrainingTopology has one idempotent reconcile behind create, resume, update and a resync
 timer; events of its gated pods pin them (``reconcile.podevents``), and the bind of a plan's
 last pod reconciles it at once so ``Placed`` does not wait for the resync (``handlers.placed``);
-deletion releases it. The indexes
-keep slim copies of nodes, relevant pods and each TrainingTopology's recorded plan, which the
-handlers read as ``Views``.
+deletion releases it. kopf watches only our pods (a label selector); the indexes keep slim
+copies of them and each TrainingTopology's recorded plan, which the handlers read as ``Views``
+together with the nodes and other pods start-up mirrors (``reconcile.mirror``).
 """
 
 from __future__ import annotations
@@ -21,17 +21,14 @@ from fabricfit.handlers.placed import job_pod_entry
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.reconcile import podevents, service
 from fabricfit.reconcile.context import Views
-from fabricfit.reconcile.inventory import TopologyKey, holding_of, slim_node, slim_pod
+from fabricfit.reconcile.inventory import TopologyKey, holding_of, slim_pod
 from fabricfit.reconcile.observe import timed
 
 TT = (GROUP, VERSION, PLURAL)
 
 
 def register_indexes(registry: kopf.OperatorRegistry) -> None:
-    @kopf.index("", "v1", "nodes", registry=registry, id="fabricfit_nodes")
-    def fabricfit_nodes(name: str, body: kopf.Body, **_: Any) -> dict[str, Any]:
-        return {name: slim_node(body)}
-
+    # Pods are watched with the label selector POD_SELECTOR (handlers.lifecycle): ours only.
     @kopf.index("", "v1", "pods", registry=registry, id="fabricfit_pods")
     def fabricfit_pods(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> Any:
         slim = slim_pod(body)

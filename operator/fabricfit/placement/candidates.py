@@ -138,9 +138,12 @@ class _Packer:
         self.free: list[list[PodSlot]] = [list(orders(d, order)) for d in domains]
         self.unit_pods = unit_pods
         self.placed: dict[int, PodSlot] = {}
+        # Units each domain still holds, kept current as slots are taken (read once per domain
+        # and block: recounting every domain's slots for each block was most of a large plan).
+        self.caps = [unit_capacity(free, unit_pods) for free in self.free]
 
     def capacity(self, index: int) -> int:
-        return unit_capacity(self.free[index], self.unit_pods)
+        return self.caps[index]
 
     def take_unit(self, index: int, unit: Unit) -> None:
         free = self.free[index]
@@ -154,11 +157,12 @@ class _Packer:
         for pod, slot in zip(unit, chosen, strict=True):
             self.placed[pod] = slot
             free.remove(slot)
+        self.caps[index] = unit_capacity(free, self.unit_pods)
 
     def place_block(self, block: Block, packing: str, previous: int | None) -> int | None:
         """Place ``block``; returns the domain that took its first unit (None: no room)."""
         need = len(block)
-        caps = [self.capacity(i) for i in range(len(self.domains))]
+        caps = list(self.caps)
         whole = [i for i, c in enumerate(caps) if c >= need]
         if whole:
             target = self._choose_whole(whole, caps, packing, previous)
@@ -171,11 +175,11 @@ class _Packer:
         pending: list[Unit] = []
         first: int | None = None
         for part in self._sub_blocks(block):
-            fits = [i for i in order if self.capacity(i) >= len(part)]
-            if fits:
+            fit = next((i for i in order if self.caps[i] >= len(part)), None)
+            if fit is not None:
                 for unit in part:
-                    self.take_unit(fits[0], unit)
-                first = fits[0] if first is None else first
+                    self.take_unit(fit, unit)
+                first = fit if first is None else first
             else:
                 pending.extend(part)
         for index in order:

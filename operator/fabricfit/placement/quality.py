@@ -35,7 +35,7 @@ from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import RankLayout
 from fabricfit.placement.request import PlacementRequest
-from fabricfit.placement.slots import PodSlot, leaf_key, node_slots
+from fabricfit.placement.slots import PodSlot, leaf_key, slot_starts
 
 TIERS: tuple[str, ...] = ("node", "nvlink_domain", "rail_group", "spine", "cluster")
 POD_SIZES: tuple[int, ...] = (1, 2, 4, 8)
@@ -183,37 +183,40 @@ def measure_fragmentation(
     """Free GPUs per tier of the available nodes (see the module doc)."""
     nodes = [n for n in snapshot.nodes if n.available and n.gpus > 0]
     free = {n.name: free_after_reservations(n, reservations) for n in nodes}
-    windows = {
-        size: {
-            n.name: len(node_slots(n, size, reservations)) for n in nodes if free[n.name] >= size
-        }
-        for size in pod_sizes
-    }
+    # Per node: its free GPUs, whether it is entirely free, and its free windows per pod size.
+    rows = [
+        (
+            n,
+            free[n.name],
+            free[n.name] == n.gpus,
+            [len(slot_starts(n, size, reservations)) if free[n.name] >= size else 0
+             for size in pod_sizes],
+        )
+        for n in nodes
+    ]  # fmt: skip
     tiers = []
     for tier in TIERS:
         key = _domain_of(tier)
-        members: dict[str, list[NodeInfo]] = {}
-        for node in nodes:
-            members.setdefault(key(node), []).append(node)
-        free_in = {d: sum(free[n.name] for n in ns) for d, ns in members.items()}
+        free_in: dict[str, int] = {}
+        whole: dict[str, bool] = {}
+        windows: dict[str, list[int]] = {}
+        for node, node_free, entirely, counts in rows:
+            domain = key(node)
+            free_in[domain] = free_in.get(domain, 0) + node_free
+            whole[domain] = whole.get(domain, True) and entirely
+            acc = windows.setdefault(domain, [0] * len(pod_sizes))
+            for i, count in enumerate(counts):
+                acc[i] += count
         tiers.append(
             TierFragmentation(
                 tier=tier,
-                domains=len(members),
-                free_domains=sum(
-                    all(free[n.name] == n.gpus for n in ns) for ns in members.values()
-                ),
+                domains=len(free_in),
+                free_domains=sum(whole.values()),
                 largest_free_gpus=max(free_in.values(), default=0),
                 largest_free_pods=MappingProxyType(
                     {
-                        size: max(
-                            (
-                                sum(windows[size].get(n.name, 0) for n in ns)
-                                for ns in members.values()
-                            ),
-                            default=0,
-                        )
-                        for size in pod_sizes
+                        size: max((w[i] for w in windows.values()), default=0)
+                        for i, size in enumerate(pod_sizes)
                     }
                 ),
             )

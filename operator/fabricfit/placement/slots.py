@@ -78,18 +78,19 @@ def node_sort_key(node: NodeInfo) -> tuple[str, str, str, str, str]:
     )
 
 
+def slot_starts(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]) -> range:
+    """First GPU of each entirely free pod window of ``node``, lowest first: aligned windows
+    when the pod size divides the node, else consecutive ones from the first free GPU."""
+    first_free = node.gpus - free_after_reservations(node, reservations)
+    if node.gpus % gpus_per_pod == 0:
+        first = -(-first_free // gpus_per_pod) * gpus_per_pod  # the first aligned start >= it
+        return range(max(0, first), node.gpus, gpus_per_pod)
+    return range(first_free, node.gpus - gpus_per_pod + 1, gpus_per_pod)
+
+
 def node_slots(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]) -> list[PodSlot]:
     """The pod windows of ``node`` that are entirely free, lowest GPU first."""
-    free = free_after_reservations(node, reservations)
-    first_free = node.gpus - free
-    if node.gpus % gpus_per_pod == 0:
-        starts = [
-            p * gpus_per_pod
-            for p in range(node.gpus // gpus_per_pod)
-            if p * gpus_per_pod >= first_free
-        ]
-    else:
-        starts = list(range(first_free, node.gpus - gpus_per_pod + 1, gpus_per_pod))
+    starts = slot_starts(node, gpus_per_pod, reservations)
     key, _ = leaf_key(node)
     return [
         PodSlot(

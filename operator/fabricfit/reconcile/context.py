@@ -12,6 +12,7 @@ from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
 from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.podclaims import PodClaims
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
+from fabricfit.fabric.snapshot import FactsMemo
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
 from fabricfit.reconcile.draft import StatusDraft
@@ -79,6 +80,8 @@ class OperatorState:
     # Recent snapshots per label scheme, for the read-only paths (health of running jobs);
     # planning always builds a fresh one under the lock.
     snapshots: dict[str, tuple[float, ClusterSnapshot]] = field(default_factory=dict)
+    # Facts of the nodes the last snapshot read, reused while a node is unchanged.
+    node_facts: FactsMemo = field(default_factory=FactsMemo)
     # Per waiting TrainingTopology, the fingerprint of the inputs its last plan did not fit in.
     infeasible: dict[TopologyKey, int] = field(default_factory=dict)
     # Per TrainingTopology, the template patch the API server last refused (reconcile.applying).

@@ -1,9 +1,11 @@
 """What the operator knows about the cluster between API calls.
 
-kopf indexes feed three maps: nodes (by name), pods that occupy GPUs or belong to a
-TrainingTopology (by namespace/name), and TrainingTopologies (reservation and resourceVersion).
-kopf starts no handler before every index has finished its initial listing, so after a restart
-the first plan already sees every reservation recorded in the cluster.
+Three maps: nodes (by name) and the bound pods kopf does not watch, mirrored by start-up's own
+list + watch (``reconcile.mirror``, ``reconcile.cluster_pods``); and from kopf's indexes, the
+pods that belong to a TrainingTopology (by namespace/name) and the TrainingTopologies
+(reservation and resourceVersion). Start-up waits for the mirrors' first listing and kopf starts
+no handler before every index has finished its own, so after a restart the first plan already
+sees every node, busy GPU and reservation recorded in the cluster.
 
 The reservation ledger guards against double-booking: a plan's GPUs are held from the moment
 its status is written until its pods are bound (then the pods themselves count). Our own status
@@ -24,6 +26,11 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.render.record import PlanRecord, read_plan
 
 TopologyKey = tuple[str, str]  # (namespace, name)
+
+
+def node_entry(body: Mapping[str, Any]) -> tuple[tuple[str, str], dict[str, Any]]:
+    """A node's key and slim copy, for the node mirror."""
+    return ("", str((body.get("metadata") or {}).get("name") or "")), slim_node(body)
 
 
 def slim_node(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
-from fabricfit.reconcile.inventory import holds_of_others, take_snapshot
+from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render import policy
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
@@ -63,13 +63,14 @@ def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
 
 
 def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSnapshot:
-    snapshot = take_snapshot(
-        views.nodes,
-        views.pods,
+    # Through the memo: unchanged nodes are not read again (see fabric.snapshot.FactsMemo).
+    snapshot = state.node_facts.build_snapshot(
+        list(views.nodes),
+        list(views.pods),
         scheme=scheme,
         default_fabric=state.config.default_fabric,
-        slices=views.slices,
-        claims=views.claims,
+        resource_slices=list(views.slices),
+        resource_claims=list(views.claims),
     )
     state.snapshots[scheme] = (time.monotonic(), snapshot)
     return snapshot

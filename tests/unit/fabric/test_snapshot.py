@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.fabric.snapshot import FactsMemo, build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot, Diagnostic
 
 NodeFactory = Callable[..., dict[str, Any]]  # the `node` fixture of conftest.py
@@ -256,3 +256,58 @@ def test_input_order_does_not_matter(nodes: list[Any], pods: list[Any], rnd: ran
 
 def _named(snapshot: ClusterSnapshot) -> tuple[Diagnostic, ...]:
     return tuple(d for d in snapshot.diagnostics if not d.node.startswith("nodes["))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(NODES | JSON, max_size=6),
+    st.lists(NODES | JSON, max_size=6),
+    st.lists(PODS, max_size=4),
+    st.sampled_from(["auto", "native", "gke", "topograph"]),
+)
+def test_a_facts_memo_never_changes_the_snapshot(
+    first: list[Any], second: list[Any], pods: list[Any], scheme: str
+) -> None:
+    """Builds through one memo equal builds without it: the same cluster again, another one,
+    and one whose node dicts were changed in place after the memo read them."""
+    memo = FactsMemo()
+    for nodes in (first, first, second, first + second, second):
+        assert memo.build_snapshot(nodes, pods, scheme=scheme) == build_snapshot(
+            nodes, pods, scheme=scheme
+        )
+    for raw in first:
+        if isinstance(raw, dict) and isinstance(raw.get("status"), dict):
+            raw["status"]["allocatable"] = {"nvidia.com/gpu": "3"}
+            raw["spec"] = {"unschedulable": True}
+    assert memo.build_snapshot(first, pods, scheme=scheme) == build_snapshot(
+        first, pods, scheme=scheme
+    )
+
+
+def test_the_memo_reuses_unchanged_nodes_and_drops_gone_ones(node: NodeFactory) -> None:
+    memo = FactsMemo()
+    nodes = [node("n1"), node("n2"), node("n3", gpus="4")]
+    memo.build_snapshot(nodes)
+    assert len(memo) == 3
+    entries = dict(memo._entries)
+    memo.build_snapshot([dict(n) for n in nodes[:2]])  # equal copies: reused
+    assert len(memo) == 2
+    assert all(memo._entries[k][3] is entries[k][3] for k in ("n1", "n2"))
+    changed = node("n2", gpus="2")
+    snapshot = memo.build_snapshot([nodes[0], changed])
+    assert [n.gpus for n in snapshot.nodes] == [8, 2]
+    assert memo._entries["n2"][3] is not entries["n2"][3]
+
+
+def test_auto_detection_looks_at_the_keys_of_the_whole_cluster() -> None:
+    from fabricfit.fabric.schemes import SCHEMES, detect
+
+    gke = {"cloud.google.com/gce-topology-block": "b"}
+    native = {NATIVE + "rail-group": "rg"}
+    plain = {"kubernetes.io/hostname": "h"}
+    for sets in ([plain, gke], [gke, native, plain], [plain], []):
+        one_by_one = {n for labels in sets for n, s in SCHEMES.items() if s.matches(labels)}
+        resolution = detect(iter(sets))
+        assert resolution.native is ("native" in one_by_one)
+        provider = resolution.provider.name if resolution.provider else None
+        assert provider == ("gke" if "gke" in one_by_one else None)

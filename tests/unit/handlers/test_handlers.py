@@ -4,6 +4,7 @@ indexes keep slim copies, and a pod event reaches the service and the metrics.""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import kopf
@@ -70,10 +71,15 @@ def test_events_carry_the_severity_of_their_reason(monkeypatch: pytest.MonkeyPat
     assert posted[1]["message"].startswith("Planned=False: x") and len(posted[1]["message"]) == 1024
 
 
-def test_views_copy_the_indexes() -> None:
-    take = common.views_from({"a": [{"n": 1}]}, {("ns", "p"): [{"p": 1}]}, {("ns", "t"): ["h"]})
+def test_views_copy_the_indexes_and_the_mirrors() -> None:
+    take = common.views_from(
+        lambda: [{"n": 1}],
+        {("ns", "p"): [{"p": 1}]},
+        {("ns", "t"): ["h"]},
+        lambda: [{"p": 2}],
+    )
     views = take()
-    assert views.nodes == [{"n": 1}] and views.pods == [{"p": 1}]
+    assert views.nodes == [{"n": 1}] and views.pods == [{"p": 1}, {"p": 2}]
     assert views.topologies == {("ns", "t"): "h"}
 
 
@@ -92,12 +98,14 @@ def test_the_pod_event_handler_pins_and_counts(monkeypatch: pytest.MonkeyPatch) 
     registry = kopf.OperatorRegistry()
     topologies.register_pod_events(registry, metrics)
     (handler,) = registry._watching.get_all_handlers()  # the pod-event handler
-    memo = kopf.Memo(
-        state=world.state, observer=Observer(metrics, world.state), placed=PlacedTrigger()
-    )
     views = world.views()
+    memo = kopf.Memo(
+        state=world.state,
+        observer=Observer(metrics, world.state),
+        placed=PlacedTrigger(),
+        nodes=SimpleNamespace(values=lambda: views.nodes),
+    )
     indexes = {
-        "fabricfit_nodes": {n["metadata"]["name"]: [n] for n in views.nodes},
         "fabricfit_pods": {},
         "fabricfit_topologies": {k: [h] for k, h in views.topologies.items()},
         "fabricfit_job_pods": {},

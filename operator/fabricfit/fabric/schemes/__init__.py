@@ -66,8 +66,12 @@ class NodeReading:
 
 
 def detect(label_sets: Iterable[Mapping[str, str]]) -> Resolution:
-    """The ``auto`` choice for a cluster whose nodes carry ``label_sets`` (order-independent)."""
-    present = {name for labels in label_sets for name, s in SCHEMES.items() if s.matches(labels)}
+    """The ``auto`` choice for a cluster whose nodes carry ``label_sets`` (order-independent).
+
+    A scheme is present when some node carries one of its keys, i.e. when the union of every
+    node's keys holds one: one pass over the keys of the whole cluster, whatever its size."""
+    keys: set[str] = set().union(*label_sets)
+    present = {name for name, s in SCHEMES.items() if s.matches(keys)}
     provider = next((SCHEMES[n] for n in PROVIDER_PRECEDENCE if n in present), None)
     native = "native" in present
     name = "native" if native or provider is None else provider.name

@@ -15,7 +15,7 @@ Qualification by parent levels happens later, in :mod:`fabricfit.fabric.places`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabricfit.fabric.objects import shorten
@@ -63,8 +63,9 @@ class LabelScheme:
     prefixes: tuple[str, ...] = ()
     tier_keys: TierKeys = field(default_factory=dict)
 
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """True when the node carries at least one key this scheme reads."""
+    def matches(self, labels: Iterable[str]) -> bool:
+        """True when the node carries at least one key this scheme reads (``labels``: a
+        node's labels or any collection of label keys)."""
         return any(key in self.keys or key.startswith(self.prefixes) for key in labels)
 
 
