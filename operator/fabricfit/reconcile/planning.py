@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.nodes import read_node_facts
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import patch_status
@@ -74,6 +75,16 @@ def fresh_snapshot(state: OperatorState, views: Views, scheme: str) -> ClusterSn
     )
     state.snapshots[scheme] = (time.monotonic(), snapshot)
     return snapshot
+
+
+def node_available(views: Views, name: str) -> bool:
+    """Whether node ``name`` exists and is available (Ready, not cordoned), from its copy
+    alone: pinning one pod needs one node, not a fresh snapshot of a 12,800-node cluster."""
+    for raw in views.nodes:
+        if (raw.get("metadata") or {}).get("name") == name:
+            facts = read_node_facts(raw, 0, None, [])
+            return facts is not None and facts.available
+    return False
 
 
 def recent_snapshot(

@@ -98,8 +98,7 @@ async def pin_from_plan(
         if index is None or index >= len(planned):
             return None
         node = planned[index]
-        snapshot = planning.recent_snapshot(state, views_of, state.config.label_scheme)
-        if not snapshot.has_node(node) or not snapshot.node(node).available:
+        if not planning.node_available(views_of(), node):
             return None
         if not is_gated(pod) or planned_node_of(pod) not in (None, node):
             return False
