@@ -29,8 +29,9 @@ Uses ``$KUBECONFIG`` when set (no per-component CPU then), else starts and stops
 
 Measured 2026-12-03 at 3,200 nodes, load average 16-26 on 2 shared cores (README "Scale"):
 census 28.6 s after start; 1,024-GPU job Planned 4.05 s, bound 35.4 s, Placed 1.40 s after the
-last bind; 8,192-GPU job Planned 4.93 s, 290 of 1,024 pods bound in 600 s; burst 27/200 in
-633 s; 0 GPUs double-booked; RSS 260 MiB. The operator got ~8-12% of a core throughout.
+last bind; 8,192-GPU job Planned 4.93 s, not all 1,024 pods bound in 600 s (290 after
+5.5 min); burst 27/200 in 633 s; 0 GPUs double-booked; RSS 260 MiB. The operator got ~8-12%
+of a core throughout.
 """
 
 from __future__ import annotations
