@@ -90,7 +90,9 @@ class WorkloadRef(SpecModel):
         min_length=1,
         max_length=63,
         pattern=KIND_PATTERN,
-        description="Kind of the workload: Job, JobSet, PyTorchJob, LeaderWorkerSet or Pod.",
+        description=(
+            "Kind of the workload: Job, JobSet, PyTorchJob, LeaderWorkerSet, TrainJob or Pod."
+        ),
     )
     name: str = Field(
         default="",

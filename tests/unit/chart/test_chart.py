@@ -35,6 +35,7 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("jobset.x-k8s.io", "jobsets"): {"get", "patch"},
     ("kubeflow.org", "pytorchjobs"): {"get", "patch"},
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"get", "patch"},
+    ("trainer.kubeflow.org", "trainjobs"): {"get", "patch"},
     # reconcile.computedomain: read, create (and replace), delete on release
     ("resource.nvidia.com", "computedomains"): {"get", "create", "delete"},
     ("resource.k8s.io", "resourceclaimtemplates"): {"get"},

@@ -3,10 +3,10 @@
 Theory of operation
 -------------------
 :data:`KINDS` is the registry: ``workloadRef.kind`` → :class:`~.base.WorkloadKind` (Job,
-JobSet, PyTorchJob, LeaderWorkerSet, Pod). The kube layer reads its apiVersion and plural, the
-reconcile its templates, index and suspension, the chart's RBAC test its verbs. The functions
-below take a kind *name* so that callers holding a ``workloadRef`` need no lookup of their own;
-an unknown name behaves like a kind with no templates, index or suspend flag.
+JobSet, PyTorchJob, LeaderWorkerSet, TrainJob, Pod). The kube layer reads its apiVersion and
+plural, the reconcile its templates, index and suspension, the chart's RBAC test its verbs. The
+functions below take a kind *name* so that callers holding a ``workloadRef`` need no lookup of
+their own; an unknown name behaves like a kind with no templates, index or suspend flag.
 
 Patches are JSON merge patches: maps merge but lists are replaced, so a change to a template
 reached through a list (a JobSet's replicated jobs) rewrites the whole list (other fields as
@@ -25,10 +25,11 @@ from fabricfit.render.kinds.jobset import JOBSET
 from fabricfit.render.kinds.leaderworkerset import LEADERWORKERSET
 from fabricfit.render.kinds.pod import POD
 from fabricfit.render.kinds.pytorchjob import PYTORCHJOB
+from fabricfit.render.kinds.trainjob import TRAINJOB
 from fabricfit.render.workload import merge_diff, thaw
 
 KINDS: Final[Mapping[str, WorkloadKind]] = {
-    k.name: k for k in (JOB, JOBSET, PYTORCHJOB, LEADERWORKERSET, POD)
+    k.name: k for k in (JOB, JOBSET, PYTORCHJOB, LEADERWORKERSET, TRAINJOB, POD)
 }
 _NONE = WorkloadKind()
 
@@ -122,6 +123,7 @@ def build_workload_patch(
     of the kind's templates.
     """
     known = {path for path, _ in pod_templates(kind, workload)}
+    view = _of(kind).patchable(workload)  # the object with any template the kind creates
     patch: dict[str, Any] = {}
     lists: dict[Path, Any] = {}
     for path, template in new_templates:
@@ -134,7 +136,7 @@ def build_workload_patch(
                 put_path(patch, path, diff)
             continue
         prefix = path[:cut]
-        container = lists.setdefault(prefix, thaw(get_path(workload, prefix)))
+        container = lists.setdefault(prefix, thaw(get_path(view, prefix)))
         put_path(container, path[cut:], thaw(template))
     for prefix, value in lists.items():
         if value != get_path(workload, prefix):

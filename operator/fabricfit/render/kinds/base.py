@@ -57,6 +57,11 @@ class WorkloadKind:
         """Where the pod templates live, in rank order."""
         return []
 
+    def patchable(self, workload: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``workload`` as its templates are patched: kinds whose template fabricfit creates
+        inside the object (TrainJob) add it here; the others patch the object as it is."""
+        return workload
+
     def pod_templates(self, workload: Mapping[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
         """(path, copy of the template) for each pod template of ``workload``."""
         found: list[tuple[Path, dict[str, Any]]] = []

@@ -11,7 +11,7 @@ from fabricfit.kube.workloads import UnsupportedWorkloadError, kind_of
 from fabricfit.render.kinds import KINDS, kind_named, pod_index, rank_template
 from fabricfit.render.kinds.base import WorkloadKind
 
-NAMES = ("Job", "JobSet", "PyTorchJob", "LeaderWorkerSet", "Pod")
+NAMES = ("Job", "JobSet", "PyTorchJob", "LeaderWorkerSet", "TrainJob", "Pod")
 
 
 def test_the_registry_lists_the_documented_kinds_in_order() -> None:
