@@ -62,6 +62,12 @@ def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:
             "metadata": {"name": name}, "spec": {"clusterQueue": cluster_queue_name}}  # fmt: skip
 
 
+def admission_check(name: str, controller: str) -> dict[str, Any]:
+    """An AdmissionCheck run by ``controller`` (fabricfit's is ``fabricfit.dev/placement``)."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "AdmissionCheck",
+            "metadata": {"name": name}, "spec": {"controllerName": controller}}  # fmt: skip
+
+
 def owned_workload(workloads: Sequence[Mapping[str, Any]], owner_uid: str) -> dict[str, Any] | None:
     """The Workload among ``workloads`` that Kueue made for the object with ``owner_uid``."""
     for wl in workloads:

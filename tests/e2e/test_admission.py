@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
 from helpers import kueue
 from helpers.cluster import (
     POOL_LABEL,
@@ -35,6 +33,7 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
+from helpers.kueue import checked_queue, cluster_objects
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
 
@@ -45,29 +44,6 @@ SAMPLE = ROOT / "deploy" / "samples" / "kueue" / "admission-check.yaml"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
-@contextmanager
-def cluster_objects(custom: Any, objects: Sequence[tuple[str, dict[str, Any]]]) -> Iterator[None]:
-    """Create cluster-scoped Kueue objects and delete them again, last first."""
-    created: list[tuple[str, str]] = []
-    try:
-        for plural, body in objects:
-            custom.create_cluster_custom_object(kueue.GROUP, kueue.VERSION, plural, body)
-            created.append((plural, body["metadata"]["name"]))
-        yield
-    finally:
-        for plural, name in reversed(created):
-            custom.delete_cluster_custom_object(kueue.GROUP, kueue.VERSION, plural, name)
-
-
-def admission_check(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{kueue.GROUP}/{kueue.VERSION}",
-        "kind": "AdmissionCheck",
-        "metadata": {"name": name},
-        "spec": {"controllerName": ADMISSION_CHECK_CONTROLLER},
-    }
-
-
 def priority_class(name: str, value: int) -> dict[str, Any]:
     return {
         "apiVersion": f"{kueue.GROUP}/{kueue.VERSION}",
@@ -75,28 +51,6 @@ def priority_class(name: str, value: int) -> dict[str, Any]:
         "metadata": {"name": name},
         "value": value,
     }
-
-
-@contextmanager
-def checked_queue(
-    custom: Any, namespace: str, pool: str, gpus: int, *, preempt: bool = False
-) -> Iterator[str]:
-    """ResourceFlavor (the pool's nodes), fabricfit's AdmissionCheck, a ClusterQueue using it
-    and a LocalQueue, all named after the namespace; yields the LocalQueue's name."""
-    name = namespace
-    queue = kueue.cluster_queue(name, name, gpus, admission_checks=[name])
-    if preempt:
-        queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    objects = [
-        ("resourceflavors", kueue.resource_flavor(name, {POOL_LABEL: pool})),
-        ("admissionchecks", admission_check(name)),
-        ("clusterqueues", queue),
-    ]
-    with cluster_objects(custom, objects):
-        custom.create_namespaced_custom_object(
-            kueue.GROUP, kueue.VERSION, namespace, "localqueues", kueue.local_queue(name, name)
-        )
-        yield name
 
 
 def queued_job(name: str, pods: int, pool: str, queue: str, priority: str | None = None) -> Any:

@@ -12,119 +12,31 @@ is only checked as objects: the driver's IMEX daemons and channel injection.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers.cluster import TT, get_tt, make_pool, planned, topology, wait_bound, wait_condition
+from helpers.computedomain import (
+    CD,
+    CHANNEL_DRIVER,
+    DRA,
+    GB200,
+    channel_template,
+    installed_crd,
+    publish_channels,
+    remove_crd,
+    tray_job,
+)
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
-
-ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = ROOT / "tests/fixtures/computedomain/computedomains.resource.nvidia.com.yaml"
-CRD = "computedomains.resource.nvidia.com"
-CD = ("resource.nvidia.com", "v1beta1", "computedomains")
-DRA = ("resource.k8s.io", "v1")
-#: As the driver names them (its chart's DeviceClass and the kubelet plugin's driver name).
-CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
-CHANNEL_DRIVER = "compute-domain.nvidia.com"
-GB200 = {
-    "rail_groups_per_spine": 1,
-    "nodes_per_rail_group": 18,
-    "nodes_per_rack": 18,
-    "nvlink_domain_nodes": 18,
-    "gpus_per_node": 4,
-    "nics_per_node": 4,
-    "fabric": "gb200-nvl72",
-}
-
-
-def tray_job(name: str, pods: int, pool: str, channel: str | None) -> dict[str, Any]:
-    """An Indexed Job of 4-GPU pods, claiming the ComputeDomain's channel when ``channel``."""
-    container: dict[str, Any] = {
-        "name": "train",
-        "image": "example.invalid/train:1",
-        "resources": {"limits": {"nvidia.com/gpu": "4"}},
-    }
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "nodeSelector": {"fabricfit.dev/pool": pool},
-        "containers": [container],
-    }
-    if channel:
-        spec["resourceClaims"] = [{"name": "nvlink-channel", "resourceClaimTemplateName": channel}]
-        container["resources"]["claims"] = [{"name": "nvlink-channel"}]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {"suspend": True, "completionMode": "Indexed", "completions": pods,
-                 "parallelism": pods, "backoffLimit": 100, "template": {"spec": spec}},
-    }  # fmt: skip
-
-
-def kubectl_ok(kubectl: list[str], *args: str) -> None:
-    subprocess.run([*kubectl, *args], check=True, capture_output=True)
-
-
-def remove_crd(kubectl: list[str]) -> None:
-    kubectl_ok(kubectl, "delete", f"crd/{CRD}", "--ignore-not-found", "--wait=true")
 
 
 @pytest.fixture
 def crd(kubectl: list[str]) -> Iterator[None]:
-    kubectl_ok(kubectl, "apply", "-f", str(CRD_FILE))
-    kubectl_ok(kubectl, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
-    yield
-    remove_crd(kubectl)
-
-
-def publish_channels(custom: Any, nodes: list[str]) -> None:
-    """The kubelet plugin's part: one channel device per node, and the driver's DeviceClass."""
-    from kubernetes.client.exceptions import ApiException
-
-    device_class = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": CHANNEL_CLASS},
-        "spec": {"selectors": [{"cel": {"expression": (
-            f"device.driver == '{CHANNEL_DRIVER}' && "
-            f"device.attributes['{CHANNEL_DRIVER}'].type == 'channel'"
-        )}}]},
-    }  # fmt: skip
-    objects = [("deviceclasses", device_class)]
-    for node in nodes:
-        objects.append(("resourceslices", {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-channels"},
-            "spec": {
-                "driver": CHANNEL_DRIVER, "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": "channel-0", "attributes": {
-                    "type": {"string": "channel"}, "id": {"int": 0}}}],
-            },
-        }))  # fmt: skip
-    for plural, body in objects:
-        try:
-            custom.create_cluster_custom_object(*DRA, plural, body)
-        except ApiException as err:
-            if err.status != 409:
-                raise
-
-
-def channel_template(name: str) -> dict[str, Any]:
-    """The controller's part: the channel's ResourceClaimTemplate, named by the ComputeDomain."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name},
-        "spec": {"spec": {"devices": {"requests": [
-            {"name": "channel", "exactly": {"deviceClassName": CHANNEL_CLASS}}]}}},
-    }  # fmt: skip
+    with installed_crd(kubectl):
+        yield
 
 
 def test_a_job_spanning_trays_gets_its_compute_domain_and_pods_bind_with_channels(

@@ -3,8 +3,10 @@
 The chart's RBAC (rendered by helm) is bound to a ServiceAccount; the operator runs with that
 account's token through a scenario that exercises every request path it has (pinned placement,
 an invalid spec and its Event, a cordon and Degraded, deletion that ungates pods, plain-Pod
-workloads). The audit log (``<state dir>/logs/audit.log``, written by the private control plane)
-then says which (API group, resource, verb) the account really used:
+workloads, GPUs claimed through DRA, a ComputeDomain for a job over GB200 trays, and placement
+through fabricfit's Kueue AdmissionCheck with the real Kueue). The audit log
+(``<state dir>/logs/audit.log``, written by the private control plane) then says which
+(API group, resource, verb) the account really used:
 
 - none of its requests was forbidden (the chart grants enough);
 - every grant of the chart was used, except the few listed below with the reason no test here
@@ -23,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from helpers import kueue
 from helpers.cluster import (
     TT,
     indexed_job,
@@ -32,6 +35,7 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
+from helpers.computedomain import CD, GB200, installed_crd, tray_job
 from helpers.operator import OperatorProcess
 from helpers.reliability import MeteredOperator, audit_events, audit_offset, state_directory
 from helpers.waiting import wait_for
@@ -132,12 +136,14 @@ def chart_identity(
         core.delete_namespace(ns)
 
 
+@pytest.mark.controllers("kueue")
 def test_chart_rbac_is_exactly_what_the_operator_uses(
-    operator: OperatorProcess,
+    kueue_operator: OperatorProcess,
     chart_identity: tuple[Path, str, list[dict[str, Any]]],
     core: Any,
     custom: Any,
     batch: Any,
+    kubectl: list[str],
     namespace: str,
     tmp_path: Path,
 ) -> None:
@@ -147,15 +153,18 @@ def test_chart_rbac_is_exactly_what_the_operator_uses(
     credentials, username, objects = chart_identity
     offset = audit_offset(directory)
     make_pool(core, "priv", nodes_per_rail_group=4)
-    operator.stop()
+    make_pool(core, "privcd", **GB200)
+    kueue_operator.stop()
     mine = MeteredOperator(credentials, tmp_path / "op", "--all-namespaces")
     try:
-        mine.start()
-        run_every_request_path(core, custom, batch, namespace)
-        assert mine.alive()
+        with installed_crd(kubectl):
+            mine.start()
+            run_every_request_path(core, custom, batch, namespace)
+            run_kueue_and_gb200_paths(custom, batch, namespace)
+            assert mine.alive()
     finally:
         mine.stop()
-        operator.start()
+        kueue_operator.start()
 
     used, denied = used_by(audit_events(directory, offset), username)
     assert used, f"no audit events for {username}"
@@ -233,3 +242,39 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
         60,
         what="TrainingTopologies released",
     )
+
+
+def run_kueue_and_gb200_paths(custom: Any, batch: Any, ns: str) -> None:
+    # A job over GB200 trays: its ComputeDomain is created, and deleted with the topology.
+    batch.create_namespaced_job(ns, tray_job("nvl", 4, "privcd", None))
+    spec = topology("nvl", "nvl", {"tensor": 8, "data": 2}, gpusPerPod=4)
+    custom.create_namespaced_custom_object(*TT[:2], ns, TT[2], spec)
+    wait_condition(custom, ns, "nvl", "Planned", "True")
+    wait_for(
+        lambda: custom.list_namespaced_custom_object(*CD[:2], ns, CD[2])["items"],
+        60,
+        what="the ComputeDomain created",
+    )
+    custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "nvl")
+    wait_for(
+        lambda: not custom.list_namespaced_custom_object(*CD[:2], ns, CD[2])["items"],
+        60,
+        what="the ComputeDomain deleted",
+    )
+    # Through Kueue: the AdmissionCheck is set Active, the Workload read and its check set Ready.
+    with kueue.checked_queue(custom, ns, "priv", gpus=16) as queue:
+        job = indexed_job("adm", 2, "priv")
+        job["metadata"]["labels"] = {kueue.QUEUE_LABEL: queue}
+        spec = topology(
+            "adm", "adm", {"tensor": 8, "data": 2}, placement={"mode": "admission-check"}
+        )
+        custom.create_namespaced_custom_object(*TT[:2], ns, TT[2], spec)
+        batch.create_namespaced_job(ns, job)
+        wait_condition(custom, ns, "adm", "Placed", "True", timeout=120)
+        custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "adm")
+        batch.delete_namespaced_job("adm", ns, propagation_policy="Background")
+        wait_for(
+            lambda: not custom.list_namespaced_custom_object(*TT[:2], ns, TT[2])["items"],
+            60,
+            what="the admission-check TrainingTopology released",
+        )

@@ -18,6 +18,7 @@ from devcluster.kueueobjects import (
     HOSTNAME,
     QUEUE_LABEL,
     VERSION,
+    admission_check,
     assignment_counts,
     cluster_queue,
     is_admitted,
@@ -26,6 +27,8 @@ from devcluster.kueueobjects import (
     podset_assignments,
     resource_flavor,
 )
+from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
+from helpers.cluster import POOL_LABEL
 from helpers.waiting import wait_for
 
 __all__ = [
@@ -113,3 +116,39 @@ def wait_admitted(
         return wl if wl is not None and is_admitted(wl) else None
 
     return wait_for(admitted, timeout_seconds=timeout, what="Kueue to admit the workload")
+
+
+@contextmanager
+def cluster_objects(custom: Any, objects: Sequence[tuple[str, dict[str, Any]]]) -> Iterator[None]:
+    """Create cluster-scoped Kueue objects and delete them again, last first."""
+    created: list[tuple[str, str]] = []
+    try:
+        for plural, body in objects:
+            custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
+            created.append((plural, body["metadata"]["name"]))
+        yield
+    finally:
+        for plural, name in reversed(created):
+            custom.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+
+
+@contextmanager
+def checked_queue(
+    custom: Any, namespace: str, pool: str, gpus: int, *, preempt: bool = False
+) -> Iterator[str]:
+    """ResourceFlavor (the pool's nodes), fabricfit's AdmissionCheck, a ClusterQueue using it
+    and a LocalQueue, all named after the namespace; yields the LocalQueue's name."""
+    name = namespace
+    queue = cluster_queue(name, name, gpus, admission_checks=[name])
+    if preempt:
+        queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    objects = [
+        ("resourceflavors", resource_flavor(name, {POOL_LABEL: pool})),
+        ("admissionchecks", admission_check(name, ADMISSION_CHECK_CONTROLLER)),
+        ("clusterqueues", queue),
+    ]
+    with cluster_objects(custom, objects):
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "localqueues", local_queue(name, name)
+        )
+        yield name

@@ -103,7 +103,7 @@ ResourceClaimTemplates their pods claim GPUs through (get), and kopf posts Event
 # fabricfit's entry of its status.admissionChecks.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["workloads"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["workloads/status"]
   verbs: ["patch"]
@@ -114,13 +114,13 @@ condition): granted by the ClusterRole in every mode. */}}
 {{- define "fabricfit.kueueClusterRules" -}}
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["admissionchecks"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["admissionchecks/status"]
   verbs: ["patch"]
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["resourceflavors"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 {{- end }}
 
 {{/* Operator replicas: the value, else 2 with peering (a standby), else 1. */}}

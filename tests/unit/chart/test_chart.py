@@ -22,9 +22,9 @@ MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}  # prometheus-operator C
 VALUE_FILES = [None, *CI_VALUES]
 #: Cluster-scoped Kueue objects of the AdmissionCheck controller: the ClusterRole in every mode.
 KUEUE_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
-    ("kueue.x-k8s.io", "admissionchecks"): {"get", "list", "watch"},
+    ("kueue.x-k8s.io", "admissionchecks"): {"list", "watch"},
     ("kueue.x-k8s.io", "admissionchecks/status"): {"patch"},
-    ("kueue.x-k8s.io", "resourceflavors"): {"get", "list", "watch"},
+    ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},
 }
 EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "nodes"): {"list", "watch"},
@@ -40,7 +40,7 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("resource.nvidia.com", "computedomains"): {"get", "create", "delete"},
     ("resource.k8s.io", "resourceclaimtemplates"): {"get"},
     ("", "events"): {"create"},
-    ("kueue.x-k8s.io", "workloads"): {"get", "list", "watch", "patch"},
+    ("kueue.x-k8s.io", "workloads"): {"list", "watch"},
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
     **KUEUE_CLUSTER_RULES,
 }
