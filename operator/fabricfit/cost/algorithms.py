@@ -141,8 +141,8 @@ def _tree_physical_alg_gb_per_s(t: Tiers, proto: int, domains: int) -> float:
 
 
 def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> bool:
-    """NCCL's own choice between tree and ring all-reduce: its latency constants (hop types
-    summed, tuning.cc 400-420) and its bandwidths (per-channel caps, size correction)."""
+    """NCCL's own choice of tree over ring and NVLS-tree all-reduce: its latency constants (hop
+    types summed, tuning.cc 400-420) and its bandwidths (per-channel caps, size correction)."""
     n, d, m = shape.ranks, shape.domains, shape.max_per_domain
     steps, inter = 2 * (n - 1), 2 * (d - 1)
     factor = 2 * (n - 1) / n
@@ -164,13 +164,32 @@ def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: 
         lat = nccl.BASE_US["tree"][proto] + 2 * hops
         alg = _tree_tuner_alg_gb_per_s(shape, profile, t, proto) * nccl.tree_correction(size, proto)
         tree_s = min(tree_s, lat * US + size / (alg * GB))
-    return tree_s <= ring_s
+    return tree_s <= min(ring_s, _nccl_nvls_tree_s(size, shape, profile, t))
+
+
+def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> float:
+    """NCCL's tuner time for NVLS-tree all-reduce (tuning.cc 306-322, 380, 426): per channel the
+    NVLink side (line × the tuner's NVLS efficiency × (ch−1)/ch, ×2 for all-reduce), the NIC side
+    (×2 at 2 domains) and the per-channel cap; bus→alg nRanks/nsteps; latency 25 µs inside the
+    domain plus 2·log2(domains) network hops of 20.9 µs. inf where NVLS-tree does not exist."""
+    if not profile.nvls or not shape.multi_domain or shape.max_per_domain < 2:
+        return math.inf
+    n, d = shape.ranks, shape.domains
+    channels, _ = nccl.nvls_tree_tuning(shape, profile)
+    eff = nccl.NVLS_TUNER_EFFICIENCY.get(profile.arch, 0.85)
+    intra = 2 * profile.nvlink_gb_per_s * eff * (channels - 1) / channels
+    inter = (2.0 if d <= 2 else 1.0) * t.out_gb_per_s
+    caps = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)
+    alg = min(intra, inter, channels * caps[nccl.node_index(shape)]) * n / (2 * (n - 1))
+    lat = nccl.NVLINK_US_NVLS_TREE + 2 * nccl.log2_floor(d) * nccl.NET_US["nvls-tree"][SIMPLE]
+    return lat * US + size / (alg * GB)
 
 
 def tree_allreduce(
     size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, *, auto: bool = True
 ) -> list[Candidate]:
-    """In auto mode only where NCCL would pick tree over ring (``_nccl_prefers_tree``); priced
+    """In auto mode only where NCCL would pick tree over ring and NVLS-tree
+    (``_nccl_prefers_tree``); priced
     at the physical rate (at most twice the tuner's) with the profile's wall-time latencies."""
     if not shape.multi_domain or (auto and not _nccl_prefers_tree(size, shape, profile, t)):
         return []

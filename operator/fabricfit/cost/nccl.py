@@ -49,6 +49,7 @@ NVLINK_US: Final[dict[str, tuple[float, float, float]]] = {
     "tree": (0.6, 1.25, 4.0),
     "pat": (4.0, 4.0, 4.0),
 }
+NVLINK_US_NVLS_TREE: Final = 25.0  # hwLat NVLINK NVLS-tree Simple (its base latency is 0)
 NET_US: Final[dict[str, tuple[float, float, float]]] = {
     "ring": (2.7, 4.0, 14.0),
     "tree": (5.0, 8.5, 14.0),
@@ -89,6 +90,8 @@ PER_CHANNEL_TREE_LL128: Final = {
     "blackwell": (55.6, 31.67, 20.0),
 }
 PER_CHANNEL_RING_LL128: Final = {"ampere": 20.0, "hopper": 36.7, "blackwell": 40.0}
+# NVLS efficiency NCCL's tuner applies to the NVLink side of NVLS / NVLS-tree (tuning.cc).
+NVLS_TUNER_EFFICIENCY: Final = {"hopper": 0.85, "blackwell": 0.74}
 PER_CHANNEL_NVLS_TREE: Final = {"hopper": (0.0, 57.7, 45.5), "blackwell": (0.0, 96.0, 80.0)}
 # Tree: Simple 0.92·busBw; LL busBw/3.8; LL128 ×120/128 across nodes; bus→alg ×0.5.
 TREE_SIMPLE_FACTOR: Final = 0.92

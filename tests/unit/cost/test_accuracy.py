@@ -32,16 +32,12 @@ KNOWN_MISS_BANDS = {
     " small-message latency; their presets carry the InfiniBand latencies, not fitted on them",
     ("64KiB-16MiB", "2-4 domains", "all-reduce"): "same EFA / TCPXO latency, not fitted",
     ("16-256MiB", "2-4 domains", "all-reduce"): "same EFA / TCPXO latency, not fitted",
-    (">=256MiB", "2-4 domains", "all-reduce"): "GCP A3 Mega (TCPXO) 2x8 at 256-512 MiB: same",
     ("16-256MiB", "1 domain", "all-to-all"): "8x H100 all-to-all at 32-128 MiB runs below its"
     " plateau; the model has no pipeline-fill term for all-to-all",
     ("16-256MiB", "1 domain", "send-recv"): "xxrjun 1x8 send-recv: time flat from 64 to 128 MiB",
-    ("16-256MiB", ">=8 domains", "all-reduce"): "10x8 H100: a ~0.5 ms per-call cost at 80 ranks"
-    " that neither the tree's nor the NVLS-tree's latency and fill reproduce",
     ("16-256MiB", ">=8 domains", "all-to-all"): "10x8 H100 all-to-all below the fitted efficiency",
     ("16-256MiB", ">=8 domains", "send-recv"): "10x1/10x8 send-recv: half a NIC per GPU",
     (">=256MiB", ">=8 domains", "send-recv"): "10x1/10x8 send-recv: half a NIC per GPU",
-    (">=256MiB", ">=8 domains", "all-reduce"): "NVL72 20 racks at 512 MiB-1 GiB: ~5 ms per call",
 }
 
 
