@@ -28,7 +28,9 @@ bandwidth of the tiers the group crosses:
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
   over NVLink, the rest over every rank's NIC at the profile's all-to-all efficiency, which
   decays with the number of domains (incast, PXN forwarding, messages of S/n);
-* p2p (send-recv): one NVLink path, or one NIC (PXN keeps it on-rail; nccl 2.12 blog);
+* p2p (send-recv): one NVLink path, or one NIC (PXN keeps it on-rail; nccl 2.12 blog) at most
+  the peer's p2p channels × 14 GB/s × NIC efficiency (``nccl.p2p_channels_per_peer``: NCCL
+  gives a peer fewer channels as the communicator grows);
 * hierarchical (AR, only when forced): intra RS, inter AR, intra AG as sequential phases. NCCL
   does not implement it, so ``auto`` never picks it; it stays as a what-if for ``--algorithm``.
 """

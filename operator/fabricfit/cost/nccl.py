@@ -61,6 +61,20 @@ NET_US: Final[dict[str, tuple[float, float, float]]] = {
 # sendProxyProgress @5067397c), so an LL128 step waits on the NIC as long as a Simple one. NCCL's
 # tuner gives LL128 its own lower constant; that stays in NCCL's choice, not in wall time.
 NET_HOP_PROTOCOL: Final = (LL, SIMPLE, SIMPLE)
+# p2p channels per network peer (graph/paths.cc @5067397c): max(local NICs, ⌈NIC GB/s ÷ 14⌉)
+# (NCCL_P2P_PER_CHANNEL_NET_BW = 14 GB/s), a power of two; across nodes halved while channels ×
+# ⌈ranks ÷ 8⌉ (NCCL_MAX_DEV_WORK_P2P_PER_BATCH peers per batch) exceed the p2p channels, which
+# are the communicator's channels rounded up to a power of two.
+P2P_CHANNEL_NET_GB_PER_S: Final = 14.0
+P2P_PEERS_PER_BATCH: Final = 8
+# Channel speeds NCCL's ring search tries across nodes, fastest first (search.cc speedArrayInter).
+SPEEDS_INTER: Final = {
+    "ampere": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
+    "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0),
+    "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0,
+                  12.0, 6.0, 3.0),
+}  # fmt: skip
+MAX_CHANNELS: Final = 64
 # getNetOverhead: 1 µs on x86 (×3 for Simple), a floor on NCCL's intra-node steps of a
 # multi-node ring (its selection only; the wall-time model charges the slowest hop instead).
 NET_OVERHEAD_US: Final = (1.0, 1.0, 3.0)
@@ -217,6 +231,36 @@ def spine_extra_us(shape: GroupShape, profile: FabricProfile) -> float:
     return hops * profile.switch_hop_latency_us
 
 
+def _pow2_up(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def collective_channels(nics: float, profile: FabricProfile) -> int:
+    """Channels of a communicator that crosses nodes: one ring per NIC at the fastest search
+    speed the NIC allows, duplicated when that speed is >= 25 GB/s (not on Hopper and later below
+    50 GB/s with more than 4 rings, search.cc ncclTopoDupChannels), then doubled (connect.cc)."""
+    line = profile.nic_gbit_per_s / 8
+    speeds = SPEEDS_INTER.get(profile.arch, SPEEDS_INTER["hopper"])
+    speed = next((s for s in speeds if s <= line), speeds[-1])
+    rings = max(int(nics), 1)
+    hopper_plus = profile.arch in ("hopper", "blackwell")
+    if speed >= 25 and not (hopper_plus and speed < 50 and rings > 4):
+        rings *= 2
+    return min(MAX_CHANNELS, 2 * rings)
+
+
+def p2p_channels_per_peer(shape: GroupShape, profile: FabricProfile, nics: float) -> int:
+    """Channels NCCL gives one network peer of a send/recv (graph/paths.cc): fewer as the
+    communicator grows, so that every peer of a batch of 8 fits in the p2p channels."""
+    line = profile.nic_gbit_per_s / 8
+    per_peer = _pow2_up(max(1, math.ceil(line / P2P_CHANNEL_NET_GB_PER_S)))
+    p2p = _pow2_up(collective_channels(nics, profile))
+    batches = -(-shape.ranks // P2P_PEERS_PER_BATCH)
+    while per_peer * batches > p2p and per_peer > 1:
+        per_peer //= 2
+    return per_peer
+
+
 def ll_cap_gb_per_s(shape: GroupShape, profile: FabricProfile) -> float:
     if shape.nodes <= 1:
         return LL_MAX_ONE_NODE_GB_PER_S.get(profile.arch, 141.0)
@@ -284,7 +328,7 @@ class Tiers(NamedTuple):
     out_tier: str
     p2p_out_gb_per_s: float  # scale-out for p2p all-to-all: every rank's own NIC
     p2p_tier: str
-    one_nic_gb_per_s: float  # a single NIC path (send-recv)
+    one_nic_gb_per_s: float  # one send-recv peer: a NIC, or its p2p channels at 14 GB/s each
     ring_gb_per_s: float
     ring_tier: str
     channels: float  # inter-domain channels (one per NIC driven), for the per-channel caps
@@ -312,7 +356,14 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
         out_tier=tier,
         p2p_out_gb_per_s=p2p,
         p2p_tier=tier,
-        one_nic_gb_per_s=p2p / shape.min_nics_per_domain if multi else ring,
+        one_nic_gb_per_s=min(
+            p2p / shape.min_nics_per_domain,
+            p2p_channels_per_peer(shape, profile, nics)
+            * P2P_CHANNEL_NET_GB_PER_S
+            * profile.nic_efficiency,
+        )
+        if multi
+        else ring,
         ring_gb_per_s=ring,
         ring_tier=ring_tier,
         channels=nics,

@@ -36,8 +36,6 @@ KNOWN_MISS_BANDS = {
     " plateau; the model has no pipeline-fill term for all-to-all",
     ("16-256MiB", "1 domain", "send-recv"): "xxrjun 1x8 send-recv: time flat from 64 to 128 MiB",
     ("16-256MiB", ">=8 domains", "all-to-all"): "10x8 H100 all-to-all below the fitted efficiency",
-    ("16-256MiB", ">=8 domains", "send-recv"): "10x1/10x8 send-recv: half a NIC per GPU",
-    (">=256MiB", ">=8 domains", "send-recv"): "10x1/10x8 send-recv: half a NIC per GPU",
 }
 
 

@@ -63,3 +63,20 @@ def test_an_ll128_step_across_nics_costs_a_simple_network_hop() -> None:
     assert nccl.ring_latency_us(False, one, 7, 0, nccl.LL128) < nccl.ring_latency_us(
         False, one, 7, 0, nccl.SIMPLE
     )
+
+
+def test_send_recv_peers_get_fewer_p2p_channels_in_larger_communicators() -> None:
+    def one_gpu_per_node(nodes: int) -> GroupShape:
+        return GroupShape(nodes, nodes, nodes, 1, 1, 1, 1, 1, False, 1, True)
+
+    # 400 Gb/s NIC: 4 channels per peer; 4 p2p channels at one GPU + NIC per node (1 ring,
+    # duplicated, doubled); 16 at 8 GPUs + 8 NICs (8 rings, not duplicated below 50 GB/s)
+    assert nccl.collective_channels(1, H100) == 4
+    assert nccl.collective_channels(8, H100) == 16
+    assert nccl.p2p_channels_per_peer(one_gpu_per_node(2), H100, 1) == 4
+    assert nccl.p2p_channels_per_peer(one_gpu_per_node(10), H100, 1) == 2  # 2 batches of 8 peers
+    assert nccl.p2p_channels_per_peer(nodes_of_8(10), H100, 8) == 1
+    two = estimate_shape(Collective.SEND_RECV, 1 << 30, one_gpu_per_node(2), H100)
+    ten = estimate_shape(Collective.SEND_RECV, 1 << 30, one_gpu_per_node(10), H100)
+    assert two.busbw_gb_per_s > 0.95 * H100.nic_gb_per_s  # the NIC binds
+    assert ten.busbw_gb_per_s < 2 * 14.0 * H100.nic_efficiency * 1.001  # two 14 GB/s channels
