@@ -2,8 +2,9 @@
 
 Two fixtures feed it: ``cost/measurements.yaml`` (single published figures and short sweeps,
 each with its source, plus ``calibration_logs``: which nccl-tests logs the presets are fitted
-on) and ``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs (each entry names
-its file, source, preset, layout, forced algorithm and a quality note; every out-of-place row of
+on; an entry may name ``max_bytes`` to fit only its rows up to that size) and
+``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs (each entry names its
+file, source, preset, layout, forced algorithm and a quality note; every out-of-place row of
 the log becomes a case). Logs with a ``reference`` reason, or whose quality note says "use with
 care" or "degraded", are reference rows: printed apart, never judged or fitted. ``read`` maps
 a path relative to the fixtures directory to its text and raises FileNotFoundError for a
@@ -33,7 +34,7 @@ def load_cases(read: Callable[[str], str], fabrics: Collection[str] | None = Non
     """Every case; with ``fabrics``, only those on these presets (others have no profile)."""
     doc = yaml.safe_load(read(MEASUREMENTS))
     cases = parse_cases(doc)
-    calibration = set(doc.get("calibration_logs", []))
+    calibration = _calibration_logs(doc.get("calibration_logs", []))
     try:
         manifest = yaml.safe_load(read(MANIFEST))
     except FileNotFoundError:
@@ -44,6 +45,18 @@ def load_cases(read: Callable[[str], str], fabrics: Collection[str] | None = Non
     return [c for c in cases if fabrics is None or c.fabric in fabrics]
 
 
+def _calibration_logs(entries: Any) -> dict[str, int | None]:
+    """Calibration logs: a file name (every row) or ``{file, max_bytes}`` (its rows up to that
+    size; the larger rows of the log stay held out)."""
+    found: dict[str, int | None] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping):
+            found[str(entry.get("file", ""))] = int(entry["max_bytes"])
+        else:
+            found[str(entry)] = None
+    return found
+
+
 def _entries(manifest: Any) -> list[Mapping[str, Any]]:
     if isinstance(manifest, Mapping):
         found = manifest.get("files", [])
@@ -52,7 +65,7 @@ def _entries(manifest: Any) -> list[Mapping[str, Any]]:
 
 
 def _log_cases(
-    entry: Mapping[str, Any], read: Callable[[str], str], calibration: set[str]
+    entry: Mapping[str, Any], read: Callable[[str], str], calibration: Mapping[str, int | None]
 ) -> list[Case]:
     path = str(entry.get("file", ""))
     fabric = entry.get("preset") or entry.get("fabric")
@@ -76,13 +89,20 @@ def _log_cases(
             id=f"{stem}@{m.size_bytes}",
             fabric=str(fabric),
             measurement=dataclasses.replace(m, algorithm=str(entry.get("algorithm", "auto"))),
-            calibration=path in calibration and not reference,
+            calibration=_calibrates(calibration, path, m.size_bytes) and not reference,
             note=quality,
             reference=reference,
         )
         for m in rows
         if m.nodes * m.gpus_per_node > 1
     ]
+
+
+def _calibrates(calibration: Mapping[str, int | None], path: str, size: int) -> bool:
+    if path not in calibration:
+        return False
+    limit = calibration[path]
+    return limit is None or size <= limit
 
 
 def _short_source(source: str) -> str:

@@ -39,15 +39,17 @@ from fabricfit.fabric.topology import GpuSlot
 
 # Field → (low, high, log-space search). Bounds are physical; the base value is the start.
 # Searched in this order: the launch floor of -g G runs first, so that a per-call latency does
-# not absorb a host-side floor it cannot describe (coordinate descent keeps the first fit).
+# not absorb a host-side floor it cannot describe (coordinate descent keeps the first fit); the
+# per-call latency across NICs before the one inside a domain, so that rows from several nodes
+# only (a cloud fabric's 2-node curve) move the network's latency, not the NVLink domain's.
 FITTABLE: dict[str, tuple[float, float, bool]] = {
     "launch_us_per_gpu": (0.0, 50.0, False),
     "nvlink_efficiency": (0.3, 1.0, True),
     "nvls_efficiency": (0.2, 1.0, True),
     "nic_efficiency": (0.3, 1.0, True),
+    "net_base_latency_us": (0.0, 200.0, False),
     "base_latency_us": (0.5, 100.0, True),
     "nvlink_hop_latency_us": (0.02, 20.0, True),
-    "net_base_latency_us": (0.0, 200.0, False),
     "net_hop_latency_us": (0.1, 100.0, True),
     "nvls_latency_us": (1.0, 200.0, True),
     "pipeline_fill_loops": (0.0, 40.0, False),

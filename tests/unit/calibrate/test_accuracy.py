@@ -84,3 +84,17 @@ def test_cases_load_without_the_nccl_tests_manifest() -> None:
     (case,) = load_cases(read)
     assert case.measurement.time_us == pytest.approx(1024 * 1.75 / 1.5e9 * 1e6)
     assert not case.calibration and case.measurement.source == "here"
+
+
+def test_a_calibration_log_may_fit_only_its_small_rows() -> None:
+    """The cloud logs: rows up to max_bytes are calibration, the larger ones stay held out."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    cases = load_cases(lambda p: (fixtures / p).read_text(encoding="utf-8"), {"aws-p5"})
+    two_nodes = [c for c in cases if c.id.startswith("h100-2x8-aws-p5")]
+    assert two_nodes and all(
+        c.calibration for c in two_nodes if c.measurement.size_bytes <= 1 << 16
+    )
+    assert any(c.measurement.size_bytes > 1 << 16 for c in two_nodes)
+    assert not any(c.calibration for c in two_nodes if c.measurement.size_bytes > 1 << 16)
