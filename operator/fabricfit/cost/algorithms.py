@@ -148,6 +148,9 @@ def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: 
     n, d, m = shape.ranks, shape.domains, shape.max_per_domain
     steps, inter = 2 * (n - 1), 2 * (d - 1)
     factor = 2 * (n - 1) / n
+    # NCCL's tuner knows its NICs' speed, not the fabric's taper or other jobs' load
+    out = t.channels * profile.nic_gb_per_s
+    t = t._replace(out_gb_per_s=out, ring_gb_per_s=nccl.ring_of(shape, profile, out, "nic")[0])
     ring_s, tree_s = math.inf, math.inf
     for proto in t.protocols:
         intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])

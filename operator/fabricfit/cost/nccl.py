@@ -296,7 +296,7 @@ def scaleout_gb_per_s(
     return (nic / over, "spine") if over > 1.0 else (nic, "nic")
 
 
-def _ring_of(
+def ring_of(
     shape: GroupShape, profile: FabricProfile, out: float, out_tier: str
 ) -> tuple[float, str]:
     nvlink = profile.nvlink_ring_gb_per_s
@@ -311,7 +311,7 @@ def _ring_of(
 def ring_gb_per_s(shape: GroupShape, profile: FabricProfile, load: float) -> tuple[float, str]:
     """Ring bus bandwidth: NVLink inside one domain, else min(NIC egress, NVLink chain)."""
     out, tier = scaleout_gb_per_s(shape, profile, load) if shape.multi_domain else (0.0, "")
-    return _ring_of(shape, profile, out, tier)
+    return ring_of(shape, profile, out, tier)
 
 
 def nvls_algbw_gb_per_s(ranks: int, profile: FabricProfile) -> float:
@@ -350,7 +350,7 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
         per_nic = profile.nic_gb_per_s / (load * max(over, 1.0))
         nics = channel_nics(shape, profile)
         out, p2p = nics * per_nic, shape.min_nics_per_domain * per_nic
-    ring, ring_tier = _ring_of(shape, profile, out, tier)
+    ring, ring_tier = ring_of(shape, profile, out, tier)
     return Tiers(
         out_gb_per_s=out,
         out_tier=tier,
