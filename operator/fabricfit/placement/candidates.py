@@ -20,7 +20,8 @@ position-major puts pods one per node on the same GPU window, i.e. the same rail
 the nodes with the most free windows first, so the job uses the fewest nodes), and a *packing*
 rule for blocks (best fit: the tightest leaf domain that holds the whole block; first fit: stay
 in the previous block's domain while it fits). A block that fits no leaf domain whole is split
-inside one spine if any spine holds it, over the leaf domains with the most room, and cut
+inside one spine if any spine holds it, over the leaf domains with the most room (when no
+spine holds it: fullest spine first, or the fewest leaf domains whatever their spine), and cut
 between *sub-blocks* (pods joined by tensor, context or expert groups) so that an expert
 group's all-to-all does not straddle a leaf boundary it could avoid. The search scores every
 distinct candidate with the cost model; this module never scores.
@@ -208,7 +209,9 @@ class _Packer:
         prev_spine = self.domains[previous].spine if previous is not None else None
         by_room = sorted(range(len(caps)), key=lambda i: (-caps[i], i))
         if not fitting:
-            return sorted(by_room, key=lambda i: -spine_caps[self.domains[i].spine])
+            if packing == "first-fit":  # the fullest spine first, then the next
+                return sorted(by_room, key=lambda i: -spine_caps[self.domains[i].spine])
+            return _fewest_leaves(by_room, caps, need)
         if prev_spine in fitting:
             spine = prev_spine
         elif packing == "first-fit":
@@ -228,6 +231,25 @@ class _Packer:
             return whole[0]
         prev_spine = self.domains[previous].spine if previous is not None else None
         return min(whole, key=lambda i: (self.domains[i].spine != prev_spine, caps[i], i))
+
+
+def _fewest_leaves(by_room: list[int], caps: list[int], need: int) -> list[int]:
+    """Leaf domains most room first whatever their spine, the tightest one that holds the
+    remainder last (the fewest leaves; a job over two spines lands e.g. 26 + 22, not 26 + 21 +
+    1 with a lone pod behind the other spine)."""
+    order: list[int] = []
+    remaining = need
+    for index in by_room:
+        if index in order:
+            continue
+        fits = [i for i in by_room if i not in order and caps[i] >= remaining]
+        if fits:
+            last = min(fits, key=lambda i: (caps[i], i))
+            order.append(last)
+            break
+        order.append(index)
+        remaining -= caps[index]
+    return order + [i for i in by_room if i not in order]
 
 
 def pack_blocks(

@@ -7,12 +7,13 @@ Theory of operation
    affinity, taints, and the spare nodes of each multi-node NVLink domain, ``spares``) and cut
    the survivors into pod slots grouped by leaf domain.
 3. If the slots cannot hold the job, stop: reasons plus the largest job that fits now.
-4. Generate hierarchical candidates (``candidates``) plus the placement Kueue TAS BestFit would
-   make (``peers.kueue_bestfit``), run plugin filters, price survivors with the cost model, rank
-   them by weighted plugin score, and hill-climb the best (``improve``). The result never
-   predicts more step communication than the Kueue candidate when that one passed the filters:
-   if the best by score does (the small-weight plugins can outvote a few percent of
-   communication), the best-scored candidate at or under the peer's time wins.
+4. Generate hierarchical candidates (``candidates``) plus the placements Kueue TAS BestFit would
+   make with the job preferred (or required) at each topology level (``peers.kueue_bestfit``),
+   run plugin filters, price survivors with the cost model, rank them by weighted plugin score,
+   and hill-climb the best (``improve``). The result never predicts more step communication
+   than the cheapest Kueue candidate that passed the filters: if the best by score does (the
+   small-weight plugins can outvote a few percent of communication), the best-scored candidate
+   at or under that peer's time wins.
 5. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
    scores and a reason for each unmet preference.
 
@@ -48,6 +49,7 @@ from fabricfit.placement.feasibility import (
 from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
 from fabricfit.placement.peers import kueue_bestfit
+from fabricfit.placement.peers.kueue_bestfit import LEVELS as PEER_LEVELS
 from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
@@ -56,7 +58,8 @@ from fabricfit.placement.spares import SpareSet, spares_for
 
 NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 SATURATED_SCORE = 99.95
-PEER_LABEL = "kueue-bestfit (the peer's placement)"
+PEER_LABEL = "kueue-bestfit (the peer's placement)"  # preferred rail group, Kueue's usual
+PEER_PREFIX = "kueue-bestfit ("  # every Kueue candidate's label starts so
 PEER_TOLERANCE = 1e-9  # relative: float noise between equal placements is not "worse"
 
 
@@ -195,9 +198,7 @@ def _search(
     candidates = list(
         generate_candidates(problem.blocks, problem.domains, job_sub_blocks(problem.layout))
     )
-    peer_slots = kueue_bestfit(problem.domains, problem.layout.pods)
-    if peer_slots is not None:
-        candidates.append(PlanCandidate(label=PEER_LABEL, slots=peer_slots))
+    candidates.extend(_peer_candidates(problem))
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
     if not scored:
@@ -217,13 +218,28 @@ def _search(
     return _decision(_no_worse_than_peer(best, scored), scorer, problem.layout, fabric)
 
 
+def _peer_candidates(problem: _Problem) -> list[PlanCandidate]:
+    """Kueue TAS BestFit's placement with the job preferred at each topology level (distinct
+    ones only; preferred rail group keeps ``PEER_LABEL``)."""
+    out: list[PlanCandidate] = []
+    seen: set[tuple[object, ...]] = set()
+    for level in ("rail-group", *(lv for lv in PEER_LEVELS if lv != "rail-group")):
+        slots = kueue_bestfit(problem.domains, problem.layout.pods, level=level)
+        if slots is None or slots in seen:
+            continue
+        seen.add(slots)
+        label = PEER_LABEL if level == "rail-group" else f"{PEER_PREFIX}preferred {level})"
+        out.append(PlanCandidate(label=label, slots=slots))
+    return out
+
+
 def _no_worse_than_peer(best: Scored, scored: Sequence[Scored]) -> Scored:
-    """``best`` unless it predicts more communication than the Kueue candidate; then the
-    best-scored candidate that does not (the peer itself at worst)."""
-    peer = next((s for s in scored if s.label == PEER_LABEL), None)
-    if peer is None:
+    """``best`` unless it predicts more communication than the cheapest Kueue candidate; then
+    the best-scored candidate that does not (that peer itself at worst)."""
+    peers = [s for s in scored if s.label.startswith(PEER_PREFIX)]
+    if not peers:
         return best
-    limit = peer.predicted_seconds * (1.0 + PEER_TOLERANCE)
+    limit = min(p.predicted_seconds for p in peers) * (1.0 + PEER_TOLERANCE)
     if best.predicted_seconds <= limit:
         return best
     return min((s for s in scored if s.predicted_seconds <= limit), key=Scored.sort_key)

@@ -36,15 +36,16 @@ def test_kueue_takes_the_tightest_rail_group_that_holds_the_job() -> None:
     assert kueue_tas(snapshot, 3, 4) == ["gpu-s0-g0-n0000", "gpu-s0-g0-n0001", "gpu-s0-g0-n0001"]
 
 
-def test_a_job_no_spine_holds_takes_the_fullest_spine_and_best_fits_the_rest() -> None:
+def test_a_job_no_spine_holds_takes_both_spines_then_the_roomiest_rail_groups_of_either() -> None:
     snapshot = _snapshot("gpu-s0-g0-n0000", 4)
-    # Five whole nodes: spine-1 holds four, the fifth goes to the tightest rail group of spine-0.
+    # Five whole nodes: no spine holds them, so Kueue takes both spines, then pools their rail
+    # groups most-free first (rg-1, rg-2: two nodes each) and best-fits the fifth (rg-0's one).
     assert kueue_tas(snapshot, 5, 8) == [
         "gpu-s0-g0-n0001",
+        "gpu-s0-g1-n0002",
+        "gpu-s0-g1-n0003",
         "gpu-s1-g2-n0004",
         "gpu-s1-g2-n0005",
-        "gpu-s1-g3-n0006",
-        "gpu-s1-g3-n0007",
     ]
     assert kueue_tas(snapshot, 8, 8) is None  # n0000 has half a node free: only 7 fit
 

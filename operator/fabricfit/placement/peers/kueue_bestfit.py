@@ -4,18 +4,24 @@ Theory of operation
 -------------------
 Kueue TAS (kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling) sees a tree of topology
 levels — here spine ⊃ rail group ⊃ rack ⊃ hostname, the levels ``render.kueue`` writes — and
-counts *pods* per domain; it knows neither ranks nor rails. With the job preferred at the
-rail-group level (``kueue.x-k8s.io/podset-preferred-topology``), its BestFit algorithm:
+counts *pods* per domain; it knows neither ranks nor rails. With the job preferred at a level
+(``kueue.x-k8s.io/podset-preferred-topology``; rail group by default), its BestFit algorithm
+(``pkg/cache/scheduler/tas_flavor_snapshot.go`` at v0.19.2, ``findLevelWithFitDomains`` and
+``updateCountsToMinimum``):
 
 1. climbs from the preferred level to the lowest level where one domain holds every pod, and
    takes the tightest such domain (fewest free pod slots, ties by name);
 2. when no single domain holds the job even at the top, takes top-level domains with the most
    free slots first and the tightest one that holds the remainder last;
-3. walks down the tree filling child domains most-free first, the last child best-fit;
+3. walks down the tree one level at a time, pooling the children of *every* domain chosen at
+   the level above and taking them most-free first, the last one best-fit (so a job over two
+   spines can land 26 + 22 on two rail groups although one spine was chosen for 47);
 4. at the hostname level takes the node's lowest free GPUs (the device plugin's choice);
 5. maps ranks to pods in lexicographic order of the pods' level values (Kueue's
    ``TopologyUngater``), i.e. by (spine, rail group, rack, node), then GPU window.
 
+A ``required`` annotation at a level gives the same placement as ``preferred`` there whenever
+Kueue admits the job (it only stops climbing), so the preferred variants cover it.
 Nodes without a rail-group label use their leaf domain key (rack or node) at that level, as
 ``slots.leaf_key`` does.
 """
@@ -27,7 +33,6 @@ from collections.abc import Sequence
 from fabricfit.placement.slots import LeafDomain, PodSlot
 
 LEVELS = ("spine", "rail-group", "rack", "hostname")
-PREFERRED_DEPTH = 1  # rail group
 
 
 def _level_key(slot: PodSlot, depth: int) -> tuple[str, ...]:
@@ -42,62 +47,54 @@ def _group(slots: Sequence[PodSlot], depth: int) -> dict[tuple[str, ...], list[P
     return groups
 
 
-def _best_fit_take(groups: dict[tuple[str, ...], list[PodSlot]], need: int) -> list[PodSlot]:
-    """BestFit over sibling domains: most free first, the last one the tightest that fits."""
+def _minimum(groups: dict[tuple[str, ...], list[PodSlot]], need: int) -> list[tuple[str, ...]]:
+    """BestFit over sibling domains: most free first, the last one the tightest that holds the
+    remainder; [] when all of them together do not hold ``need``."""
     order = sorted(groups, key=lambda k: (-len(groups[k]), k))
     taken: list[tuple[str, ...]] = []
     remaining = need
     for key in order:
-        if remaining <= 0:
-            break
-        if len(groups[key]) >= remaining:
-            fits = [k for k in order if k not in taken and len(groups[k]) >= remaining]
+        if key in taken:
+            continue
+        fits = [k for k in order if k not in taken and len(groups[k]) >= remaining]
+        if fits:
             taken.append(min(fits, key=lambda k: (len(groups[k]), k)))
-            remaining = 0
-            break
+            return taken
         taken.append(key)
         remaining -= len(groups[key])
-    if remaining > 0:
-        return []
-    out: list[PodSlot] = []
-    left = need
-    for key in taken:
-        part = _descend(groups[key], left if key == taken[-1] else len(groups[key]))
-        out.extend(part)
-        left -= len(part)
-    return out
+    return []
 
 
-def _depth_of(slots: Sequence[PodSlot]) -> int:
-    for depth in range(len(LEVELS) - 1, -1, -1):
-        if len({_level_key(s, depth) for s in slots}) == 1:
-            return depth
-    return -1
-
-
-def _descend(slots: Sequence[PodSlot], need: int) -> list[PodSlot]:
-    depth = _depth_of(slots)
-    if depth >= len(LEVELS) - 1:
-        return sorted(slots, key=lambda s: s.gpus)[:need]
-    return _best_fit_take(_group(slots, depth + 1), need)
-
-
-def kueue_bestfit(domains: Sequence[LeafDomain], pods: int) -> tuple[PodSlot, ...] | None:
-    """Kueue TAS BestFit preferred at the rail-group level, ranks in lexicographic order."""
+def kueue_bestfit(
+    domains: Sequence[LeafDomain], pods: int, *, level: str = "rail-group"
+) -> tuple[PodSlot, ...] | None:
+    """Kueue TAS BestFit preferred at ``level`` (one of ``LEVELS``), ranks in lexicographic
+    order."""
     slots = [s for d in domains for s in d.slots]
     if len(slots) < pods or pods <= 0:
         return None
-    chosen: list[PodSlot] = []
-    for depth in range(PREFERRED_DEPTH, -1, -1):
+    chosen: list[tuple[str, ...]] = []
+    depth = LEVELS.index(level)
+    while not chosen:
         groups = _group(slots, depth)
         fitting = [k for k, v in groups.items() if len(v) >= pods]
         if fitting:
-            key = min(fitting, key=lambda k: (len(groups[k]), k))
-            chosen = _descend(groups[key], pods)
-            break
-    else:
-        chosen = _best_fit_take(_group(slots, 0), pods)
-    if len(chosen) < pods:
-        return None
-    chosen.sort(key=lambda s: (_level_key(s, len(LEVELS) - 1), s.gpus))
-    return tuple(chosen)
+            chosen = [min(fitting, key=lambda k: (len(groups[k]), k))]
+        elif depth == 0:
+            chosen = _minimum(groups, pods)
+            if not chosen:
+                return None
+        else:
+            depth -= 1
+    while depth < len(LEVELS) - 1:
+        depth += 1
+        keep = set(chosen)
+        below = [s for s in slots if _level_key(s, depth - 1) in keep]
+        chosen = _minimum(_group(below, depth), pods)
+    keep = set(chosen)
+    per_node = _group([s for s in slots if _level_key(s, depth) in keep], depth)
+    out: list[PodSlot] = []
+    for key in chosen:  # whole nodes most free first, the best-fit one last
+        out.extend(sorted(per_node[key], key=lambda s: s.gpus)[: pods - len(out)])
+    out.sort(key=lambda s: (_level_key(s, len(LEVELS) - 1), s.gpus))
+    return tuple(out)
