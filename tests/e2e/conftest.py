@@ -34,13 +34,14 @@ CONTROLLER_CRDS = {
     "kueue": "workloads.kueue.x-k8s.io",
     "jobset": "jobsets.jobset.x-k8s.io",
     "lws": "leaderworkersets.leaderworkerset.x-k8s.io",
+    "trainer": "trainjobs.trainer.kubeflow.org",
 }
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "controllers(*names): run these optional controllers (kueue, jobset, lws) "
+        "controllers(*names): run these optional controllers (kueue, jobset, lws, trainer) "
         "in the e2e control plane",
     )
 
