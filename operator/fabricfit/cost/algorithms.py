@@ -336,12 +336,15 @@ def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) ->
     """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
+    peer = t.one_nic_gb_per_s
+    if multi:
+        peer = min(peer, nccl.p2p_peer_gb_per_s(shape, profile, t.channels))
     return [
         Candidate(
             "p2p",
             nccl.PROTOCOLS[proto],
             nccl.ring_latency_us(multi, t, 1, 1 if multi else 0, proto) * US,
-            size / (_ring_bw(t.one_nic_gb_per_s, t, proto, profile.arch) * GB),
+            size / (_ring_bw(peer, t, proto, profile.arch) * GB),
             tier,
         )
         for proto in t.protocols

@@ -261,6 +261,12 @@ def p2p_channels_per_peer(shape: GroupShape, profile: FabricProfile, nics: float
     return per_peer
 
 
+def p2p_peer_gb_per_s(shape: GroupShape, profile: FabricProfile, nics: float) -> float:
+    """What one network peer's p2p channels carry: channels × 14 GB/s × NIC efficiency."""
+    per_peer = p2p_channels_per_peer(shape, profile, nics)
+    return per_peer * P2P_CHANNEL_NET_GB_PER_S * profile.nic_efficiency
+
+
 def ll_cap_gb_per_s(shape: GroupShape, profile: FabricProfile) -> float:
     if shape.nodes <= 1:
         return LL_MAX_ONE_NODE_GB_PER_S.get(profile.arch, 141.0)
@@ -328,7 +334,7 @@ class Tiers(NamedTuple):
     out_tier: str
     p2p_out_gb_per_s: float  # scale-out for p2p all-to-all: every rank's own NIC
     p2p_tier: str
-    one_nic_gb_per_s: float  # one send-recv peer: a NIC, or its p2p channels at 14 GB/s each
+    one_nic_gb_per_s: float  # a single NIC path (send-recv caps it by p2p_peer_gb_per_s)
     ring_gb_per_s: float
     ring_tier: str
     channels: float  # inter-domain channels (one per NIC driven), for the per-channel caps
@@ -356,14 +362,7 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
         out_tier=tier,
         p2p_out_gb_per_s=p2p,
         p2p_tier=tier,
-        one_nic_gb_per_s=min(
-            p2p / shape.min_nics_per_domain,
-            p2p_channels_per_peer(shape, profile, nics)
-            * P2P_CHANNEL_NET_GB_PER_S
-            * profile.nic_efficiency,
-        )
-        if multi
-        else ring,
+        one_nic_gb_per_s=p2p / shape.min_nics_per_domain if multi else ring,
         ring_gb_per_s=ring,
         ring_tier=ring_tier,
         channels=nics,
