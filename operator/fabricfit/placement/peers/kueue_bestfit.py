@@ -53,11 +53,9 @@ def _minimum(groups: dict[tuple[str, ...], list[PodSlot]], need: int) -> list[tu
     order = sorted(groups, key=lambda k: (-len(groups[k]), k))
     taken: list[tuple[str, ...]] = []
     remaining = need
-    for key in order:
-        if key in taken:
-            continue
-        fits = [k for k in order if k not in taken and len(groups[k]) >= remaining]
-        if fits:
+    for index, key in enumerate(order):
+        if len(groups[key]) >= remaining:  # the roomiest left holds the rest: best-fit it
+            fits = (k for k in order[index:] if len(groups[k]) >= remaining)
             taken.append(min(fits, key=lambda k: (len(groups[k]), k)))
             return taken
         taken.append(key)
