@@ -14,7 +14,6 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,12 @@ import pytest
 import yaml
 
 from helpers import kueue
+from helpers.admission import (
+    check_active,
+    check_entry,
+    check_state,
+    report_latency,
+)
 from helpers.cluster import (
     POOL_LABEL,
     TT,
@@ -68,51 +73,9 @@ def submit(custom: Any, batch: Any, namespace: str, name: str, pods: int, job: A
     return str(batch.create_namespaced_job(namespace, job).metadata.uid)
 
 
-def check_entry(workload: Mapping[str, Any], check: str) -> dict[str, Any] | None:
-    """The Workload's admissionChecks entry ``check`` (Kueue adds the list after QuotaReserved)."""
-    for entry in (workload.get("status") or {}).get("admissionChecks") or []:
-        if entry["name"] == check:
-            return dict(entry)
-    return None
-
-
-def check_state(workload: Mapping[str, Any], check: str) -> dict[str, Any]:
-    found = check_entry(workload, check)
-    assert found is not None, f"Workload has no check {check}: {workload.get('status')}"
-    return found
-
-
-def seconds(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def bound_at(pod: Any) -> float:
-    """When kube-scheduler bound the pod (PodScheduled=True, server time, 1 s resolution)."""
-    (scheduled,) = [c for c in pod.status.conditions or [] if c.type == "PodScheduled"]
-    return float(scheduled.last_transition_time.timestamp())
-
-
 def assert_bound_as_planned(custom: Any, namespace: str, name: str, pods: dict[int, Any]) -> None:
     plan = planned(get_tt(custom, namespace, name))
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(plan))
-
-
-def report_latency(
-    label: str, workload: Mapping[str, Any], pods: dict[int, Any], wall: float
-) -> None:
-    """Print Workload creation -> every pod bound, split at Kueue's QuotaReserved (Kueue's
-    share, preemption included) and at Admitted (fabricfit's plan and Ready, then Kueue)."""
-    created = seconds(workload["metadata"]["creationTimestamp"])
-    stamps = {c["type"]: seconds(c["lastTransitionTime"]) for c in workload["status"]["conditions"]}
-    last = max(bound_at(p) for p in pods.values())
-    print(
-        f"\n[admission] {label}: Workload created -> all {len(pods)} pods bound: "
-        f"{last - created:.0f} s by the API server's clock (1 s resolution; created -> "
-        f"QuotaReserved {stamps['QuotaReserved'] - created:.0f} s, -> Admitted "
-        f"{stamps['Admitted'] - created:.0f} s), {wall:.2f} s wall clock from the Job's "
-        "creation to the test seeing every pod bound; fabricfit's check retried "
-        f"{max((c.get('retryCount') or 0) for c in workload['status']['admissionChecks'])} times"
-    )
 
 
 def test_kueue_admits_and_fabricfit_binds_every_pod_to_its_planned_node(
@@ -122,7 +85,7 @@ def test_kueue_admits_and_fabricfit_binds_every_pod_to_its_planned_node(
     make_pool(core, "adm", rail_groups_per_spine=2, nodes_per_rail_group=4)
     make_pool(core, "adm-other", rail_groups_per_spine=1, nodes_per_rail_group=4)
     with checked_queue(custom, namespace, "adm", gpus=64) as queue:
-        wait_for(lambda: _active(custom, queue), what="fabricfit to mark its check Active")
+        wait_for(lambda: check_active(custom, queue), what="fabricfit to mark its check Active")
         started = time.monotonic()
         uid = submit(custom, batch, namespace, "train", 4, queued_job("train", 4, "adm", queue))
         workload = kueue.wait_admitted(custom, namespace, uid)
@@ -143,14 +106,6 @@ def test_kueue_admits_and_fabricfit_binds_every_pod_to_its_planned_node(
         assert pod.spec.node_selector[POOL_LABEL] == "adm"
         assert not pod.spec.scheduling_gates
     report_latency("4 pods x 8 GPUs", workload, pods, wall)
-
-
-def _active(custom: Any, name: str) -> bool:
-    found = custom.get_cluster_custom_object(kueue.GROUP, kueue.VERSION, "admissionchecks", name)
-    return any(
-        c["type"] == "Active" and c["status"] == "True"
-        for c in (found.get("status") or {}).get("conditions") or []
-    )
 
 
 def test_a_job_that_cannot_fit_gets_retry_with_what_fits_and_holds_nothing(
