@@ -63,6 +63,11 @@ class MeteredOperator(OperatorProcess):
                 counts[(verb, resource, int(code))] = int(float(value))
         return counts
 
+    def writes(self) -> Counter[tuple[str, str, int]]:
+        """The requests that change something (everything but GET and WATCH): what a paused
+        replica must never send. Its reads are its warm mirrors of nodes, pods and DRA objects."""
+        return Counter({k: n for k, n in self.requests().items() if k[0] not in ("GET", "WATCH")})
+
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
