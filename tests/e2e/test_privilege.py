@@ -50,6 +50,7 @@ UNEXERCISED: dict[Grant, str] = {
             ("jobset.x-k8s.io", "jobsets"),
             ("kubeflow.org", "pytorchjobs"),
             ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+            ("trainer.kubeflow.org", "trainjobs"),
         )
         for verb in ("get", "patch")
     },
