@@ -44,8 +44,8 @@ def views_from(
             pods=listed + other_pods() if other_pods is not None else listed,
             topologies={k: next(iter(store)) for k, store in topologies.items() if store},
             kueue=KueueViews() if kueue is None else kueue_views(*kueue),
-            slices=dra.slices.items() if dra is not None else [],
-            claims=dra.claims.items() if dra is not None else [],
+            slices=dra.slices.values() if dra is not None else [],
+            claims=dra.claims.values() if dra is not None else [],
         )
 
     return take

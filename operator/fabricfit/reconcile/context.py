@@ -4,7 +4,7 @@ context one reconcile passes down instead of long parameter lists."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,8 +56,8 @@ class Views:
     kueue: KueueViews = field(default_factory=KueueViews)
     # DRA (reconcile.dra): the GPU driver's ResourceSlices and every ResourceClaim; empty when
     # resource.k8s.io is not served.
-    slices: list[Mapping[str, Any]] = field(default_factory=list)
-    claims: list[Mapping[str, Any]] = field(default_factory=list)
+    slices: Sequence[Mapping[str, Any]] = field(default_factory=list)
+    claims: Sequence[Mapping[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,11 @@
 On a cluster whose GPUs come from NVIDIA's DRA driver, nodes list no ``nvidia.com/gpu``: the
 snapshot needs the ResourceSlices (what each node publishes) and the allocated ResourceClaims
 (what is taken). When the API server serves ``resource.k8s.io/v1`` (GA since Kubernetes 1.34),
-start-up keeps a read-only copy of both, list then watch (listing again when a watch expires
-with 410 Gone or fails), slimmed to the GPU driver's part. Without the API (older clusters, or
-DRA switched off) nothing is watched and every node's GPUs come from its allocatable, as
-before; without read access the operator says so once and carries on the same way.
+start-up keeps a read-only copy of both (a ``reconcile.mirror.Mirror``: paged list, then watch,
+listing again when a watch expires with 410 Gone or fails), slimmed to the GPU driver's part.
+Without the API (older clusters, or DRA switched off) nothing is watched and every node's GPUs
+come from its allocatable, as before; without read access the operator says so once and carries
+on the same way.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from typing import Any
 
 from fabricfit.api.constants import DRA_GPU_DRIVER, DRA_GROUP, DRA_VERSION
 from fabricfit.kube.rest import ApiError, Rest, path_for
+from fabricfit.reconcile.mirror import Key, Mirror
 
 logger = logging.getLogger(__name__)
 API = f"{DRA_GROUP}/{DRA_VERSION}"
-WATCH_SECONDS = 300
-RETRY_SECONDS = 2.0
 SYNC_TIMEOUT_SECONDS = 120.0
 Slim = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 
@@ -59,65 +59,21 @@ def slim_claim(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class Mirror:
-    """One cluster-wide collection, kept current by list + watch."""
+def dra_mirror(rest: Rest, plural: str, slim: Slim) -> Mirror:
+    """A cluster-wide mirror of ``resource.k8s.io/v1`` ``plural``, keyed by namespace/name."""
 
-    def __init__(self, rest: Rest, plural: str, slim: Slim) -> None:
-        self.rest, self.path, self.slim = rest, path_for(API, plural), slim
-        self._items: dict[tuple[str, str], dict[str, Any]] = {}
-        self.synced = asyncio.Event()
+    def keyed(obj: Mapping[str, Any]) -> tuple[Key, dict[str, Any] | None]:
+        return _key(obj), slim(obj)
 
-    def items(self) -> list[Mapping[str, Any]]:
-        return list(self._items.values())
-
-    async def run(self) -> None:
-        while True:
-            try:
-                version: str | None = await self._relist()
-                while version is not None:
-                    version = await self._follow(version)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # the next list starts over; planning goes on meanwhile
-                logger.warning("watch of %s failed (%s); listing again", self.path, err)
-                await asyncio.sleep(RETRY_SECONDS)
-
-    async def _relist(self) -> str:
-        page = await self.rest.request("GET", self.path)
-        fresh: dict[tuple[str, str], dict[str, Any]] = {}
-        for obj in page.get("items") or []:
-            slim = self.slim(obj)
-            if slim is not None:
-                fresh[_key(obj)] = slim
-        self._items = fresh
-        self.synced.set()
-        return str((page.get("metadata") or {}).get("resourceVersion") or "")
-
-    async def _follow(self, version: str) -> str | None:
-        """Apply one watch request's events; the version to resume from, None to relist."""
-        params = {"resourceVersion": version, "timeoutSeconds": str(WATCH_SECONDS),
-                  "allowWatchBookmarks": "true"}  # fmt: skip
-        async for event in self.rest.watch(self.path, params):
-            kind, obj = event.get("type"), event.get("object") or {}
-            if kind == "ERROR":
-                return None  # 410 Gone: too old a version
-            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-            if kind == "BOOKMARK":
-                continue
-            slim = self.slim(obj)
-            if kind == "DELETED" or slim is None:
-                self._items.pop(_key(obj), None)
-            else:
-                self._items[_key(obj)] = slim
-        return version
+    return Mirror(rest, path_for(API, plural), keyed)
 
 
 class DraInventoryWatch:
     """The ResourceSlices and ResourceClaims mirrors, and their tasks."""
 
     def __init__(self, rest: Rest) -> None:
-        self.slices = Mirror(rest, "resourceslices", slim_slice)
-        self.claims = Mirror(rest, "resourceclaims", slim_claim)
+        self.slices = dra_mirror(rest, "resourceslices", slim_slice)
+        self.claims = dra_mirror(rest, "resourceclaims", slim_claim)
         self.tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -160,6 +116,6 @@ async def dra_served(rest: Rest) -> bool:
     return True
 
 
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+def _key(obj: Mapping[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")

@@ -15,7 +15,7 @@ import pytest
 from fabricfit.kube.rest import ApiError, path_for
 from fabricfit.reconcile import service
 from fabricfit.reconcile.context import Views
-from fabricfit.reconcile.dra import Mirror, dra_served, slim_claim, slim_slice
+from fabricfit.reconcile.dra import dra_mirror, dra_served, slim_claim, slim_slice
 from fabricfit.reconcile.inventory import holds_of_others
 from unit.reconcile.world import JOB_PATH, NS, World, job, topology
 
@@ -76,10 +76,10 @@ def test_the_slice_mirror_keeps_only_the_gpu_driver_and_follows_the_watch() -> N
             [{"type": "ERROR", "object": {"code": 410}}],
         ],
     )
-    mirror = Mirror(rest, "resourceslices", slim_slice)  # type: ignore[arg-type]
+    mirror = dra_mirror(rest, "resourceslices", slim_slice)  # type: ignore[arg-type]
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(mirror.run())
-    assert [s["spec"]["nodeName"] for s in mirror.items()] == ["n0"]  # relisted after 410
+    assert [s["spec"]["nodeName"] for s in mirror.values()] == ["n0"]  # relisted after 410
     assert rest.lists == 2
 
 
