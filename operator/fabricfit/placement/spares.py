@@ -16,18 +16,21 @@ by the highest name (the last trays of a rack). A job placed around them leaves 
 nodes, so it does not move them; when a spare is used, the next freest node of the domain
 becomes one.
 Nodes alone in their NVLink domain (8-GPU HGX nodes) are never spares.
+The spares of a plan are picked among the nodes that job could use (its nodeSelector, required
+affinity, tolerations and GPU source, :func:`spares_for`): a rack of another pool, which the job
+cannot reach anyway, neither holds its spares nor shows up in its ``status.spares``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
-from fabricfit.placement.constraints import free_after_reservations
+from fabricfit.placement.constraints import free_after_reservations, node_rejection
 from fabricfit.placement.request import PlacementRequest
 
 SOURCE_SPEC = "spec.placement.spares"
@@ -90,14 +93,20 @@ def choose_spares(
     reservations: Mapping[str, int],
     *,
     source: str = "",
+    eligible: Collection[str] | None = None,
 ) -> SpareSet:
-    """The spare nodes of ``snapshot`` (see the module doc); none when ``per_domain`` is 0."""
+    """The spare nodes of ``snapshot`` (see the module doc); none when ``per_domain`` is 0.
+    With ``eligible``, only those node names can be spares (the domains stay whole)."""
     if per_domain <= 0:
         return SpareSet(per_domain=0, source=source)
     chosen: dict[str, tuple[str, ...]] = {}
     for domain, nodes in shared_domains(snapshot).items():
         free = {n.name: free_after_reservations(n, reservations) for n in nodes}
-        usable = [n for n in nodes if n.available and free[n.name] > 0]
+        usable = [
+            n
+            for n in nodes
+            if n.available and free[n.name] > 0 and (eligible is None or n.name in eligible)
+        ]
         ranked = sorted(usable, key=lambda n: (free[n.name], n.name), reverse=True)
         picked = tuple(sorted(n.name for n in ranked[:per_domain]))
         if picked:
@@ -111,6 +120,9 @@ def spares_for(
     profile: FabricProfile,
     reservations: Mapping[str, int],
 ) -> SpareSet:
-    """The spares a plan of ``request`` on ``snapshot`` leaves free."""
+    """The spares a plan of ``request`` on ``snapshot`` leaves free, among nodes it could use."""
     count, source = spares_wanted(request, profile)
-    return choose_spares(snapshot, count, reservations, source=source)
+    if count <= 0:
+        return SpareSet(per_domain=0, source=source)
+    usable = {n.name for n in snapshot.nodes if node_rejection(n, request, reservations) is None}
+    return choose_spares(snapshot, count, reservations, source=source, eligible=usable)

@@ -98,6 +98,27 @@ def test_spec_overrides_the_profile() -> None:
     assert spares_wanted(job(2, spares=0), WITH_TWO) == (0, SOURCE_SPEC)
 
 
+def test_spares_are_picked_only_where_the_job_can_go() -> None:
+    """A rack of another pool (nodeSelector not matched) holds none of this job's spares."""
+    snapshot = racks()
+    pools = {
+        d: f"p{i}" for i, d in enumerate(sorted({n.place.nvlink_domain for n in snapshot.nodes}))
+    }
+    nodes = tuple(
+        dataclasses.replace(n, labels={**n.labels, "pool": pools[n.place.nvlink_domain]})
+        for n in snapshot.nodes
+    )
+    snapshot = dataclasses.replace(snapshot, nodes=nodes)
+    request = dataclasses.replace(job(2, spares=2), node_selector={"pool": "p1"})
+    spares = spares_for(snapshot, request, NVL72, {})
+    (home,) = {n.place.nvlink_domain for n in nodes if n.labels["pool"] == "p1"}
+    assert list(spares.by_domain) == [home]
+    assert len(spares.nodes) == 2
+    decision = plan_placement(snapshot, request, NVL72)
+    assert decision.feasible and not set(decision.pods) & set(spares.nodes)
+    assert len(choose_spares(snapshot, 2, {}).by_domain) == 2  # without a job: every rack
+
+
 def test_json_shape() -> None:
     spares = spares_for(racks(1), job(2), WITH_TWO, {})
     assert spares.to_json_dict() == {
@@ -186,12 +207,15 @@ def test_plans_avoid_spares_and_leave_them_spares(
     snapshot, count = case
     request = job(data, spares=count)
     decision = plan_placement(snapshot, request, NVL72, move_budget=50)
-    before = choose_spares(snapshot, count, {})
+    before = spares_for(snapshot, request, NVL72, {})
     assert decision.spares.nodes == before.nodes
+    # Spares are nodes that could take one of the job's pods: a tray with fewer free GPUs than
+    # a pod needs is never one.
+    assert all(snapshot.node(n).free_gpus >= request.gpus_per_pod for n in before.nodes)
     if not decision.feasible:
         return
     assert not set(decision.pods) & set(before.nodes)
-    after = choose_spares(_after(snapshot, decision.pods, 4), count, {})
+    after = spares_for(_after(snapshot, decision.pods, 4), request, NVL72, {})
     assert after.nodes == before.nodes
 
 
