@@ -39,6 +39,8 @@ from fabricfit.placement.nvlink_span import decision_span
 from fabricfit.placement.search import plan_placement
 from fabricfit.render.computedomain import need_json, need_line
 from fabricfit.render.devices import gpu_allocation
+from fabricfit.render.kinds import kind_named
+from fabricfit.render.kinds.pod import POD, pod_group
 from fabricfit.render.policy import admit, choose_fabric
 from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
@@ -116,7 +118,8 @@ def _workload(raw: object, objects: list[dict[str, Any]]) -> dict[str, Any] | No
     ref = raw.get("workloadRef") if isinstance(raw, dict) else None
     if not isinstance(ref, dict) or not isinstance(ref.get("kind"), str):
         return None
-    if ref["kind"] == "Pod":
+    kind = kind_named(ref["kind"])
+    if kind is not None and kind.selects_pods:
         return _pod_group(ref.get("podSelector"), objects)
     for obj in objects:
         if obj.get("kind") == ref["kind"] and str_at(obj, "metadata", "name") == ref.get("name"):
@@ -130,11 +133,11 @@ def _pod_group(selector: object, objects: list[dict[str, Any]]) -> dict[str, Any
     pods = [
         o
         for o in objects
-        if o.get("kind") == "Pod"
+        if o.get("kind") == POD.name
         and all(mapping_at(o, "metadata", "labels").get(k) == v for k, v in selector.items())
     ]
     pods.sort(key=lambda o: str_at(o, "metadata", "name") or "")
-    return {"apiVersion": "v1", "kind": "PodGroup", "items": pods} if pods else None
+    return pod_group(pods)
 
 
 def _choose_fabric(

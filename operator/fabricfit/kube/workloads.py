@@ -14,6 +14,7 @@ from fabricfit.api.constants import DRA_GROUP, DRA_VERSION, GROUP, PLURAL, VERSI
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.render.kinds import KINDS, WorkloadKind
+from fabricfit.render.kinds.pod import pod_group
 
 
 class UnsupportedWorkloadError(ValueError):
@@ -49,7 +50,7 @@ async def read_workload(rest: Rest, ref: WorkloadRef, namespace: str) -> dict[st
             path_for(kind.api_version, kind.plural, namespace),
             label_selector=selector_string(ref.pod_selector or {}),
         )
-        return {"apiVersion": "v1", "kind": "PodGroup", "items": pods} if pods else None
+        return pod_group(pods)
     try:
         return await rest.get(path_for(ref.api_version, kind.plural, namespace, ref.name))
     except ApiError as err:

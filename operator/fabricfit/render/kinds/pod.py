@@ -5,7 +5,7 @@ scheduling gate, and the operator labels them as its own."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from fabricfit.render.kinds.base import WorkloadKind, parse_index
@@ -32,3 +32,8 @@ class Pod(WorkloadKind):
 
 
 POD = Pod()
+
+
+def pod_group(pods: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The workload of a ``kind: Pod`` ref: the pods its selector matched, or None when none did."""
+    return {"apiVersion": "v1", "kind": "PodGroup", "items": list(pods)} if pods else None
