@@ -93,7 +93,8 @@ def plan_placement(
     ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
     ``move_budget`` caps local-move evaluations (None: by job size).
     """
-    spares = spares_for(snapshot, request, profile, reservations)
+    nodes, rejected = eligible_nodes(snapshot, request, reservations)
+    spares = spares_for(snapshot, request, profile, reservations, eligible={n.name for n in nodes})
     fabric = profile_name(profile)
     reasons = validate_layout(
         request.parallelism,
@@ -106,7 +107,7 @@ def plan_placement(
         return PlacementDecision(
             feasible=False, fabric=fabric, groups={}, reasons=reasons, spares=spares
         )
-    problem = _prepare(snapshot, request, reservations, spares)
+    problem = _prepare(request, nodes, rejected, reservations, spares)
     if problem.units_free < problem.units_needed:
         return replace(_no_room(problem, snapshot, request, fabric), spares=spares)
     model = StepModel(snapshot, problem.layout, request, profile)
@@ -141,17 +142,17 @@ def _no_room(
 
 
 def _prepare(
-    snapshot: ClusterSnapshot,
     request: PlacementRequest,
+    eligible: tuple[NodeInfo, ...],
+    rejected: Counter[str],
     reservations: Mapping[str, int],
     spares: SpareSet,
 ) -> _Problem:
-    """Layout, eligible slots (spares left out) and blocks; with ``tensor: Preferred`` a job
-    whose multi-pod tensor groups find no NVLink domain with room falls back to single-pod
-    units."""
+    """Layout, slots on the ``eligible`` nodes (spares left out) and blocks; with ``tensor:
+    Preferred`` a job whose multi-pod tensor groups find no NVLink domain with room falls back
+    to single-pod units."""
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
-    nodes, rejected = eligible_nodes(snapshot, request, reservations)
-    nodes = _without_spares(nodes, spares, rejected)
+    nodes = _without_spares(eligible, spares, rejected)
     domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
     problem = _problem(layout, domains, job_blocks(layout), rejected)
     short = problem.units_free < problem.units_needed

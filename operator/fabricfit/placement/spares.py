@@ -119,10 +119,16 @@ def spares_for(
     request: PlacementRequest,
     profile: FabricProfile,
     reservations: Mapping[str, int],
+    *,
+    eligible: Collection[str] | None = None,
 ) -> SpareSet:
-    """The spares a plan of ``request`` on ``snapshot`` leaves free, among nodes it could use."""
+    """The spares a plan of ``request`` on ``snapshot`` leaves free, among nodes it could use
+    (``eligible``: their names, when the caller has already filtered the nodes)."""
     count, source = spares_wanted(request, profile)
     if count <= 0:
         return SpareSet(per_domain=0, source=source)
-    usable = {n.name for n in snapshot.nodes if node_rejection(n, request, reservations) is None}
-    return choose_spares(snapshot, count, reservations, source=source, eligible=usable)
+    if eligible is None:
+        eligible = {
+            n.name for n in snapshot.nodes if node_rejection(n, request, reservations) is None
+        }
+    return choose_spares(snapshot, count, reservations, source=source, eligible=eligible)
