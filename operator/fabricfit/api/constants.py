@@ -61,6 +61,11 @@ KUEUE_PODSET_GROUP: Final = "kueue.x-k8s.io/podset-group-name"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_VERSION: Final = "v1beta2"
 ADMISSION_CHECK_CONTROLLER: Final = "fabricfit.dev/placement"
+#: What Kueue writes on a Workload it makes for one component of a job (a LeaderWorkerSet
+#: group): the owner (its reference is not a controller reference), and the component's index.
+KUEUE_JOB_OWNER_GVK_ANNOTATION: Final = "kueue.x-k8s.io/job-owner-gvk"
+KUEUE_JOB_OWNER_NAME_ANNOTATION: Final = "kueue.x-k8s.io/job-owner-name"
+KUEUE_COMPONENT_INDEX_ANNOTATION: Final = "kueue.x-k8s.io/component-workload-index"
 
 # Index labels that carry a pod's rank-block index, per workload kind.
 JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"

@@ -52,9 +52,9 @@ def views_from(
 
 
 def kueue_views(workloads: Index, checks: Index, flavors: Index) -> KueueViews:
-    """The Kueue indexes as plain maps: a job's Workload, fabricfit's check names, flavors."""
+    """The Kueue indexes as plain maps: a job's Workloads, fabricfit's check names, flavors."""
     return KueueViews(
-        workloads={k: next(iter(store)) for k, store in workloads.items() if store},
+        workloads={k: list(store) for k, store in workloads.items() if store},
         checks=frozenset(k for k, store in checks.items() if store),
         flavors={k: next(iter(store)) for k, store in flavors.items() if store},
     )

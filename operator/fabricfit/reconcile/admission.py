@@ -4,38 +4,43 @@ Theory of operation
 -------------------
 The TrainingTopology's reconcile stays the one place that plans, reserves and pins. In
 admission-check mode it asks two things of this module (the decisions themselves are the pure
-:mod:`fabricfit.render.admissioncheck`):
+:mod:`fabricfit.render.admissioncheck` and :mod:`fabricfit.render.admissionjob`):
 
-* :func:`admit`, before planning: the job's Kueue Workload (from the Kueue indexes) must have
-  quota reserved and fabricfit's check ``Pending`` or ``Ready``. Then the target comes back
-  with the rank template as Kueue will start it on the assigned ResourceFlavors, so the plan
-  uses only their nodes. In any other stage it returns None and holds nothing: a plan made
-  before (Kueue evicted or preempted the Workload, or released its quota) is dropped from
-  status at once, so its GPUs are free for the next plan, and a requeued Workload is planned
-  afresh (the "did not fit" memo is forgotten too: a new admission is a new question).
+* :func:`admit`, before planning: every Kueue Workload of the job (one, or one per
+  LeaderWorkerSet group, from the Kueue indexes) must have quota reserved and fabricfit's
+  check ``Pending`` or ``Ready``. Then the target comes back with the rank template as Kueue
+  will start it on the assigned ResourceFlavors, so the plan uses only their nodes, and says
+  whether every check is ``Ready`` (only then are pods pinned: a pod pinned before Kueue
+  admits it could not be moved if Kueue evicted it first). In any other stage it returns None
+  and holds nothing: a plan made before (Kueue evicted or preempted a Workload, or released
+  its quota) is dropped from status at once, so its GPUs are free for the next plan, and a
+  requeued job is planned afresh (the "did not fit" memo is forgotten too: a new admission is
+  a new question).
 * :func:`answer`, after the reconcile: from the ``Planned`` condition the reconcile left, set
-  the check ``Ready`` (with podSetUpdates; only once the workload's templates carry the gate),
-  ``Retry`` (with the planner's words and ``requeueAfterSeconds``) or ``Rejected``. Only a
-  Workload whose check is ``Pending`` with quota reserved is answered; the patch is guarded, so
-  a Workload Kueue changed meanwhile is answered at its next event.
+  every Pending check ``Ready`` (with podSetUpdates; only once the workload's templates carry
+  the gate), ``Retry`` (with the planner's words and ``requeueAfterSeconds``) or ``Rejected``;
+  a group that holds quota while Kueue cannot fit its siblings gets ``Retry`` after a resync
+  period (:func:`fabricfit.render.admissionjob.stalled`). The patches are guarded, so a
+  Workload Kueue changed meanwhile is answered at its next event.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from fabricfit.api.conditions import ConditionType, Reason
+from fabricfit.api.constants import SCHEDULING_GATE
 from fabricfit.api.status import find_condition, rfc3339
 from fabricfit.kube.kueue import patch_check_state
 from fabricfit.reconcile.context import KueueViews, Run, Target
 from fabricfit.render.admissioncheck import (
+    PENDING,
     READY,
     RETRY,
-    KueueWorkload,
     Stage,
     admitted_template,
     build_check_patch,
@@ -44,8 +49,16 @@ from fabricfit.render.admissioncheck import (
     missing_flavors,
     read_kueue_workload,
     stage_of,
-    waiting_message,
+    templates_gated,
 )
+from fabricfit.render.admissionjob import (
+    JobWorkloads,
+    collect,
+    job_stage,
+    job_waiting_message,
+    stalled,
+)
+from fabricfit.render.kinds import kueue_workloads, pod_spec_frozen, pod_templates
 
 ADMISSION_MODE = "admission-check"
 _REASONS = {r.value: r for r in Reason}
@@ -54,43 +67,79 @@ _REASONS = {r.value: r for r in Reason}
 _KEPT_WHILE_WAITING = (Reason.ADMISSION_RELEASED, Reason.INSUFFICIENT_GPUS)
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """The target to plan (its template as Kueue starts it) and whether every one of the
+    job's checks is Ready (pods may be pinned)."""
+
+    target: Target
+    ready: bool
+
+
 def wants_admission(body: Mapping[str, Any]) -> bool:
     """Whether a TrainingTopology (as written, even if invalid) asks for admission-check mode."""
     placement = (body.get("spec") or {}).get("placement") or {}
     return isinstance(placement, Mapping) and placement.get("mode") == ADMISSION_MODE
 
 
-def find_workload(kueue: KueueViews, namespace: str, kind: str, name: str) -> KueueWorkload | None:
-    """The Kueue Workload made for the job ``kind`` ``namespace/name``, if Kueue made one."""
-    body = kueue.workloads.get((namespace, kind, name))
-    return None if body is None else read_kueue_workload(body, kueue.checks)
+def find_job(
+    kueue: KueueViews, namespace: str, kind: str, name: str, expected: int = 1
+) -> JobWorkloads | None:
+    """The Kueue Workloads made for the job ``kind`` ``namespace/name``, if Kueue made any."""
+    bodies = kueue.workloads.get((namespace, kind, name)) or ()
+    if not bodies:
+        return None
+    parts = [read_kueue_workload(b, kueue.checks) for b in bodies]
+    return collect(kind, namespace, name, parts, expected)
 
 
-def admit(run: Run, target: Target) -> Target | None:
-    """The target to plan, with the template Kueue will start on the assigned flavors; None
-    when fabricfit must not hold a plan now (the draft says why; see the module doc)."""
+def admit(run: Run, target: Target) -> Admitted | None:
+    """The target to plan; None when fabricfit must not hold a plan now (the draft says why;
+    see the module doc)."""
     ref = target.ref
     kueue = run.views_of().kueue
-    found = find_workload(kueue, run.namespace, ref.kind, ref.name)
-    if found is None:
+    expected = kueue_workloads(ref.kind, target.workload)
+    job = find_job(kueue, run.namespace, ref.kind, ref.name, expected)
+    if job is None:
         hold_nothing(
             run,
             f"waiting for Kueue to make a Workload for {ref.kind} {run.namespace}/{ref.name} "
             "(the job needs the kueue.x-k8s.io/queue-name label of a LocalQueue)",
         )
         return None
-    stage = stage_of(found)
+    stage = job_stage(job)
     if stage in (Stage.FINISHED, Stage.DECIDED):
         return None  # Kueue's turn (or nothing left to do): keep what status says
     if stage not in (Stage.PLAN, Stage.READY):
-        hold_nothing(run, waiting_message(found))
+        hold_nothing(run, job_waiting_message(job))
         return None
-    missing = missing_flavors(found, kueue.flavors)
+    missing = missing_flavors(job.flavors, kueue.flavors)
     if missing:
         hold_nothing(run, f"ResourceFlavor {', '.join(missing)} not seen yet")
         return None
-    flavors = [kueue.flavors[name] for name in found.flavors]
-    return replace(target, template=admitted_template(target.template, flavors))
+    ungateable = _ungateable(target, run.namespace)
+    if ungateable:
+        run.draft.condition(Reason.UNSUPPORTED_WORKLOAD, ungateable)
+        run.draft.set(reasons=[ungateable])
+        return None
+    flavors = [kueue.flavors[name] for name in job.flavors]
+    admitted = replace(target, template=admitted_template(target.template, flavors))
+    return Admitted(admitted, stage is Stage.READY)
+
+
+def _ungateable(target: Target, namespace: str) -> str | None:
+    """Why fabricfit cannot hold the job's pods: a kind whose queued pod spec Kueue freezes
+    (LeaderWorkerSet) must be created with the gate; None when it was, or can be patched."""
+    ref, workload = target.ref, target.workload
+    if workload is None or not pod_spec_frozen(ref.kind, workload):
+        return None
+    if templates_gated([t for _, t in pod_templates(ref.kind, workload)]):
+        return None
+    return (
+        f"{ref.kind} {namespace}/{ref.name} must be created with the scheduling "
+        f"gate {SCHEDULING_GATE} in every pod template for admission-check mode: Kueue forbids "
+        "changing a queued workload's pod spec, so fabricfit cannot add it"
+    )
 
 
 def hold_nothing(run: Run, message: str) -> None:
@@ -110,29 +159,51 @@ def _planned_reason(run: Run) -> Reason | None:
     return None if planned is None else _REASONS.get(planned.reason)
 
 
-async def answer(run: Run, body: Mapping[str, Any], *, gated: bool) -> bool:
-    """Set fabricfit's check on the job's Workload from the Planned condition (Ready, Retry or
-    Rejected); True when a state was written."""
+async def answer(
+    run: Run, body: Mapping[str, Any], *, gated: bool, expected: int | None = None
+) -> bool:
+    """Set fabricfit's checks on the job's Workloads from the Planned condition (Ready, Retry
+    or Rejected), or give back a stalled group's quota; True when a state was written.
+    ``expected``: how many Workloads Kueue makes for the job (None: those it has made)."""
     ref = (body.get("spec") or {}).get("workloadRef") or {}
     if not isinstance(ref, Mapping):
         return False
     kueue = run.views_of().kueue
-    found = find_workload(kueue, run.namespace, str(ref.get("kind")), str(ref.get("name")))
-    if found is None or stage_of(found) is not Stage.PLAN:
+    job = find_job(kueue, run.namespace, str(ref.get("kind")), str(ref.get("name")), expected or 1)
+    if job is None:
         return False
+    if expected is None:
+        job = replace(job, expected=len(job.components))
+    now = datetime.now(UTC)
+    decided = _decide(run, job, now, gated=gated)
+    if decided is None:
+        return False
+    state, message = decided
+    retry_after = math.ceil(run.state.config.resync_seconds)
+    written = False
+    for workload in (c for c in job.components if stage_of(c) is Stage.PLAN):
+        ops = build_check_patch(
+            workload,
+            state,
+            message,
+            now=rfc3339(now),
+            podset_updates=build_podset_updates(workload, run.name) if state == READY else (),
+            requeue_after_seconds=retry_after if state == RETRY else None,
+        )
+        if ops is not None:
+            sent = await patch_check_state(run.state.rest, workload.namespace, workload.name, ops)
+            written = sent or written
+    return written
+
+
+def _decide(run: Run, job: JobWorkloads, now: datetime, *, gated: bool) -> tuple[str, str] | None:
+    """The state and message for the job's Pending checks, or None when nothing is to say."""
+    stage = job_stage(job)
+    if stage is Stage.WAITING:  # some groups hold quota, others wait for it
+        reason = stalled(job, now=now, patience_seconds=run.state.config.resync_seconds)
+        return (RETRY, reason) if reason else (PENDING, job_waiting_message(job))
+    if stage is not Stage.PLAN:
+        return None
     planned = find_condition(run.draft.conditions, ConditionType.PLANNED)
     verdict = decide_check(_planned_reason(run), planned.message if planned else "", gated=gated)
-    if verdict is None:
-        return False
-    retry_after = math.ceil(run.state.config.resync_seconds)
-    ops = build_check_patch(
-        found,
-        verdict.state,
-        verdict.message,
-        now=rfc3339(datetime.now(UTC)),
-        podset_updates=build_podset_updates(found, run.name) if verdict.state == READY else (),
-        requeue_after_seconds=retry_after if verdict.state == RETRY else None,
-    )
-    if ops is None:
-        return False
-    return await patch_check_state(run.state.rest, found.namespace, found.name, ops)
+    return None if verdict is None else (verdict.state, verdict.message)

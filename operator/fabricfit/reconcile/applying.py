@@ -7,7 +7,10 @@ Kueue annotations, rail-group affinity) and, in ``pinned`` mode without a Kueue 
 workload's suspension once the templates carry the gate. Kubernetes only lets a Job's template
 change while it is suspended and has never started, so an unsuspended workload is reported, not
 forced. Plain-Pod workloads get fabricfit's label on each pod instead (pods must be created with
-the gate themselves, since a running pod's gates can only be removed).
+the gate themselves, since a running pod's gates can only be removed). In admission-check mode
+a workload whose queued pod spec Kueue freezes (a LeaderWorkerSet) is not patched at all: it is
+created with the gate, and Kueue puts fabricfit's label on its pods from the check's
+podSetUpdates when it admits them (a template patch would roll its groups out).
 
 ``pin_pods`` gives every gated pod a required node affinity for its planned node and removes the
 gate in one JSON Patch guarded by a ``test`` of the gate, so a concurrent change fails the patch
@@ -154,6 +157,11 @@ async def apply_to_workload(
     namespace, name = key
     result = Applied()
     if spec.placement.mode == "advisory":
+        return result
+    if spec.placement.mode == "admission-check" and pod_spec_frozen(ref.kind, workload):
+        # A queued LeaderWorkerSet: its pod spec is frozen (it was created with the gate, or
+        # the admission refuses it), and a metadata patch would roll its groups out; the
+        # check's podSetUpdates put fabricfit's label on the pods when Kueue admits them.
         return result
     kind = kind_named(ref.kind)
     if kind is not None and kind.selects_pods:

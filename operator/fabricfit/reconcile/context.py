@@ -38,10 +38,11 @@ OwnerKey = tuple[str, str, str]
 
 @dataclass(frozen=True)
 class KueueViews:
-    """What the Kueue indexes hold (empty when Kueue's API is not served): Workloads by owner,
-    the names of the AdmissionChecks fabricfit controls, ResourceFlavors by name."""
+    """What the Kueue indexes hold (empty when Kueue's API is not served): Workloads by owner
+    (several for a job Kueue admits in parts, one per LeaderWorkerSet group), the names of the
+    AdmissionChecks fabricfit controls, ResourceFlavors by name."""
 
-    workloads: Mapping[OwnerKey, Mapping[str, Any]] = field(default_factory=dict)
+    workloads: Mapping[OwnerKey, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     checks: frozenset[str] = frozenset()
     flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 

@@ -63,7 +63,7 @@ from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render import policy
 from fabricfit.render.admissioncheck import templates_gated
 from fabricfit.render.devices import gpu_allocation
-from fabricfit.render.kinds import kind_named, pod_templates
+from fabricfit.render.kinds import kind_named, kueue_workloads, pod_templates
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.record import PlanRecord, read_plan
 from fabricfit.render.workload import PINNING_MODES
@@ -102,6 +102,7 @@ class _Found:
     spec: TrainingTopologySpec | None = None
     decision: PlacementDecision | None = None
     gated: bool = False  # the workload's templates carry the gate (admission-check's Ready)
+    workloads: int | None = None  # Workloads Kueue makes for the job (admission-check mode)
 
 
 class _StopError(Exception):
@@ -126,7 +127,7 @@ async def reconcile(
         with contextlib.suppress(_StopError):
             await _reconcile(body, run, found)
         if admission.wants_admission(body):
-            await admission.answer(run, body, gated=found.gated)
+            await admission.answer(run, body, gated=found.gated, expected=found.workloads)
         await planning.write_status(run)
         draft = run.draft
         return Outcome(
@@ -198,11 +199,13 @@ def workload_pods(
 async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     target = await _target(run, body, parse_spec(body, run.draft))
     spec = found.spec = target.spec
+    may_pin = True
     if spec.placement.mode == admission.ADMISSION_MODE:
+        found.workloads = kueue_workloads(target.ref.kind, target.workload)
         admitted = admission.admit(run, target)
         if admitted is None:
             raise _StopError
-        target = admitted
+        target, may_pin = admitted.target, admitted.ready
     scheme = planning.scheme_of(spec, run.state)
     set_topology_condition(
         run.draft, planning.recent_snapshot(run.state, run.views_of, scheme), scheme
@@ -236,7 +239,7 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     found.gated = applied.patched_workload or templates_gated(
         [t for _, t in pod_templates(target.ref.kind, target.workload or {})]
     )
-    if spec.placement.mode in PINNING_MODES:
+    if spec.placement.mode in PINNING_MODES and may_pin:
         plan = await _pin(run, target, plan, snapshot)
     evaluation.evaluate(run.draft, target, plan, snapshot)
 

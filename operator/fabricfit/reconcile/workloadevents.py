@@ -17,6 +17,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from fabricfit.api.constants import (
+    KUEUE_COMPONENT_INDEX_ANNOTATION,
+    KUEUE_JOB_OWNER_GVK_ANNOTATION,
+    KUEUE_JOB_OWNER_NAME_ANNOTATION,
+)
 from fabricfit.api.status import rfc3339
 from fabricfit.kube.kueue import patch_admission_check_status, patch_check_state
 from fabricfit.kube.rest import ApiError
@@ -35,10 +40,20 @@ from fabricfit.render.admissioncheck import (
     stage_of,
 )
 
+#: The Workload annotations fabricfit reads (the owner of a job's component, and its index).
+_KUEUE_OWNER_KEYS = frozenset(
+    {
+        KUEUE_COMPONENT_INDEX_ANNOTATION,
+        KUEUE_JOB_OWNER_GVK_ANNOTATION,
+        KUEUE_JOB_OWNER_NAME_ANNOTATION,
+    }
+)
+
 
 def workload_entry(body: Mapping[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]] | None:
     """The Kueue-workload index entry: (namespace, owner kind, owner name) -> the parts
-    fabricfit reads (None for a Workload without a controlling owner)."""
+    fabricfit reads (None for a Workload whose job Kueue does not name). A job Kueue admits
+    in parts has one entry per part under the same key."""
     owner = owner_of(body)
     if owner is None:
         return None
@@ -49,6 +64,9 @@ def workload_entry(body: Mapping[str, Any]) -> dict[tuple[str, str, str], dict[s
             "namespace": meta.get("namespace"),
             "resourceVersion": meta.get("resourceVersion"),
             "ownerReferences": list(meta.get("ownerReferences") or []),
+            "annotations": {
+                k: v for k, v in (meta.get("annotations") or {}).items() if k in _KUEUE_OWNER_KEYS
+            },
         },
         "spec": {"podSets": [{"name": p.get("name")} for p in (body.get("spec") or {}).get(
             "podSets") or [] if isinstance(p, Mapping)]},

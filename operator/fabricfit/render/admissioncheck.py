@@ -38,7 +38,14 @@ from enum import Enum
 from typing import Any, Final
 
 from fabricfit.api.conditions import Reason
-from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, SCHEDULING_GATE, TOPOLOGY_LABEL
+from fabricfit.api.constants import (
+    ADMISSION_CHECK_CONTROLLER,
+    KUEUE_COMPONENT_INDEX_ANNOTATION,
+    KUEUE_JOB_OWNER_GVK_ANNOTATION,
+    KUEUE_JOB_OWNER_NAME_ANNOTATION,
+    SCHEDULING_GATE,
+    TOPOLOGY_LABEL,
+)
 from fabricfit.render.workload import thaw
 
 PENDING: Final = "Pending"
@@ -82,6 +89,9 @@ class KueueWorkload:
     cluster_queue: str = ""
     podsets: tuple[str, ...] = ()
     flavors: tuple[str, ...] = ()  # assigned ResourceFlavors, distinct, in assignment order
+    component: int = 0  # which of the job's Workloads (a LeaderWorkerSet's group index)
+    # "reason: message" of QuotaReserved=False: Kueue tried and could not reserve quota
+    quota_refused: str | None = None
 
     @property
     def key(self) -> str:
@@ -95,11 +105,28 @@ def is_ours(admission_check: Mapping[str, Any]) -> bool:
 
 
 def owner_of(workload: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(kind, name) of the Workload's controlling owner (the job Kueue made it for)."""
-    for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+    """(kind, name) of the job Kueue made the Workload for: its controlling owner, or, for a
+    Workload of one component of a job (Kueue makes one per LeaderWorkerSet group and owns it
+    by a plain reference), the owner Kueue names in its annotations."""
+    meta = workload.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind"):
             return str(ref["kind"]), str(ref.get("name") or "")
+    annotations = meta.get("annotations") or {}
+    gvk = annotations.get(KUEUE_JOB_OWNER_GVK_ANNOTATION)
+    name = annotations.get(KUEUE_JOB_OWNER_NAME_ANNOTATION)
+    # Kueue writes Go's GroupVersionKind.String(): "group/version, Kind=Kind".
+    kind = gvk.rpartition("Kind=")[2].strip() if isinstance(gvk, str) and "Kind=" in gvk else ""
+    if kind and isinstance(name, str) and name:
+        return kind, name
     return None
+
+
+def component_of(workload: Mapping[str, Any]) -> int:
+    """Which of its job's Workloads this is (Kueue's component index; 0 when it has none)."""
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(KUEUE_COMPONENT_INDEX_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdecimal() and len(value) < 10 else 0
 
 
 def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
@@ -131,6 +158,7 @@ def read_kueue_workload(body: Mapping[str, Any], checks: Collection[str]) -> Kue
     )
     retries = entry.get("retryCount")
     evicted = _condition(status, "Evicted")
+    reserved = _condition(status, "QuotaReserved")
     admission = status.get("admission") or {}
     flavors: list[str] = []
     for assignment in admission.get("podSetAssignments") or []:
@@ -160,6 +188,12 @@ def read_kueue_workload(body: Mapping[str, Any], checks: Collection[str]) -> Kue
             str(p.get("name")) for p in spec.get("podSets") or [] if isinstance(p, Mapping)
         ),
         flavors=tuple(flavors),
+        component=component_of(body),
+        quota_refused=(
+            f"{reserved.get('reason') or 'Pending'}: {reserved.get('message') or ''}".rstrip(": ")
+            if reserved is not None and reserved.get("status") == "False"
+            else None
+        ),
     )
 
 
@@ -215,9 +249,9 @@ def admitted_template(
     return new
 
 
-def missing_flavors(workload: KueueWorkload, known: Collection[str]) -> list[str]:
+def missing_flavors(assigned: Sequence[str], known: Collection[str]) -> list[str]:
     """Assigned flavors fabricfit has not seen (it cannot tell their nodes)."""
-    return [name for name in workload.flavors if name not in known]
+    return [name for name in assigned if name not in known]
 
 
 def build_podset_updates(workload: KueueWorkload, topology_name: str) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ def test_views_read_the_kueue_indexes_when_kopf_passes_them() -> None:
         "fabricfit_flavors": {"a": [{"spec": {}}]},
     }
     views = common.views_of({**base, **kueue}, kopf.Memo())()
-    assert views.kueue.workloads == {("ns", "Job", "j"): {"w": 1}}
+    assert views.kueue.workloads == {("ns", "Job", "j"): [{"w": 1}]}
     assert views.kueue.checks == {"fabricfit"} and views.kueue.flavors == {"a": {"spec": {}}}
     assert common.views_of(base, kopf.Memo())().kueue.checks == frozenset()
 

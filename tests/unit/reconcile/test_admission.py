@@ -55,10 +55,13 @@ class KueueWorld(World):
 
     def views(self) -> Views:
         views = super().views()
-        found = self.api.objects.get(WL_PATH)
-        entry = workloadevents.workload_entry(found) if found is not None else None
+        workloads: dict[Any, list[Any]] = {}
+        for path, found in self.api.objects.items():
+            if "/workloads/" in path:
+                for key, slim in (workloadevents.workload_entry(found) or {}).items():
+                    workloads.setdefault(key, []).append(slim)
         views.kueue = KueueViews(
-            workloads=entry or {}, checks=frozenset({"fabricfit"}), flavors=self.flavors
+            workloads=workloads, checks=frozenset({"fabricfit"}), flavors=self.flavors
         )
         return views
 

@@ -20,6 +20,7 @@ from fabricfit.render.admissioncheck import (
     build_active_patch,
     build_check_patch,
     build_podset_updates,
+    component_of,
     decide_check,
     is_ours,
     missing_flavors,
@@ -98,6 +99,41 @@ def test_owner_is_the_controlling_reference_only() -> None:
     body["metadata"]["ownerReferences"] = [{"kind": "Thing", "name": "x"}, OWNER]
     assert owner_of(body) == ("Job", "train")
     assert owner_of({"metadata": {}}) is None
+    body["metadata"]["ownerReferences"] = [{"kind": "Thing", "name": "x"}]
+    assert owner_of(body) is None
+
+
+def test_a_component_workload_names_its_job_in_kueues_annotations() -> None:
+    body = workload()
+    body["metadata"]["ownerReferences"] = [{"kind": "LeaderWorkerSet", "name": "serve"}]
+    body["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/job-owner-gvk": "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet",
+        "kueue.x-k8s.io/job-owner-name": "serve",
+        "kueue.x-k8s.io/component-workload-index": "3",
+    }
+    assert owner_of(body) == ("LeaderWorkerSet", "serve")
+    assert read(body).component == 3
+    for garbage in ("-1", "x", "", "99999999999"):
+        body["metadata"]["annotations"]["kueue.x-k8s.io/component-workload-index"] = garbage
+        assert component_of(body) == 0
+    body["metadata"]["annotations"]["kueue.x-k8s.io/job-owner-gvk"] = "no kind here"
+    assert owner_of(body) is None
+
+
+def test_quota_kueue_could_not_reserve_says_why() -> None:
+    refused = {
+        "type": "QuotaReserved",
+        "status": "False",
+        "reason": "Pending",
+        "message": "couldn't assign flavors to pod set main: insufficient unused quota",
+    }
+    wl = read(workload(conditions=[refused]))
+    assert not wl.quota_reserved
+    assert wl.quota_refused == (
+        "Pending: couldn't assign flavors to pod set main: insufficient unused quota"
+    )
+    assert read(workload()).quota_refused is None
+    assert read(workload(conditions=[])).quota_refused is None  # not tried yet
 
 
 @pytest.mark.parametrize(
@@ -188,8 +224,8 @@ def test_admitted_template_confines_the_request_to_the_flavor_and_its_toleration
 
 def test_missing_flavors() -> None:
     wl = read(workload(flavors=[{"gpu": "a"}, {"gpu": "b"}]))
-    assert missing_flavors(wl, {"a"}) == ["b"]
-    assert missing_flavors(wl, {"a", "b"}) == []
+    assert missing_flavors(wl.flavors, {"a"}) == ["b"]
+    assert missing_flavors(wl.flavors, {"a", "b"}) == []
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,12 @@ def template_pod_count(kind: str, workload: Mapping[str, Any], path: Path) -> in
     return _of(kind).template_pod_count(workload, path)
 
 
+def kueue_workloads(kind: str, workload: Mapping[str, Any] | None) -> int:
+    """How many Workloads Kueue makes for the workload (one per LeaderWorkerSet group)."""
+    found = kind_named(kind)
+    return 1 if found is None or workload is None else max(1, found.kueue_workloads(workload))
+
+
 def is_suspended(kind: str, workload: Mapping[str, Any]) -> bool | None:
     """The workload's suspend flag; None for kinds that have none (LeaderWorkerSet, Pod)."""
     return _of(kind).is_suspended(workload)
@@ -154,6 +160,7 @@ __all__ = [
     "expected_pods",
     "is_suspended",
     "kind_named",
+    "kueue_workloads",
     "pod_index",
     "pod_templates",
     "rank_template",

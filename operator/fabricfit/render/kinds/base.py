@@ -84,6 +84,10 @@ class WorkloadKind:
         """Pods of the smallest Kueue PodSet built from the template at ``path``, or None."""
         return None
 
+    def kueue_workloads(self, workload: Mapping[str, Any]) -> int:
+        """How many Workloads Kueue makes for the workload (one, unless the kind says)."""
+        return 1
+
     def local_index(
         self, labels: Mapping[str, Any], workload: Mapping[str, Any] | None, index_label: str | None
     ) -> int | None:

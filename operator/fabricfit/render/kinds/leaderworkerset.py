@@ -1,9 +1,10 @@
 """LeaderWorkerSet (``leaderworkerset.x-k8s.io``):
 ``spec.leaderWorkerTemplate.{leaderTemplate,workerTemplate}``.
 
-Pod k = group index · size + worker index (the leader is worker 0). Kueue admits one group at
-a time, as a leader PodSet (1 pod) and a worker PodSet (size - 1); without a leader template
-the worker template also makes the leader's PodSet. There is no suspend flag.
+Pod k = group index · size + worker index (the leader is worker 0). Kueue makes one Workload
+per group (:meth:`LeaderWorkerSet.kueue_workloads`) and admits each on its own, as a leader
+PodSet (1 pod) and a worker PodSet (size - 1); without a leader template the worker template
+also makes the leader's PodSet. There is no suspend flag.
 
 Kueue's webhook for LeaderWorkerSets forbids any change to the templates' pod specs (images
 aside) once the object carries a queue name, so such a workload gets metadata only (labels,
@@ -48,6 +49,10 @@ class LeaderWorkerSet(WorkloadKind):
         if path[-1] == "leaderTemplate" or get_path(workload, (*_BASE, "leaderTemplate")) is None:
             return 1
         return size - 1 if size is not None else None
+
+    def kueue_workloads(self, workload: Mapping[str, Any]) -> int:
+        groups = count(get_path(workload, ("spec", "replicas")), 1)
+        return groups if groups is not None else 1
 
     def pod_spec_frozen(self, workload: Mapping[str, Any]) -> bool:
         meta = get_path(workload, ("metadata",))

@@ -36,3 +36,9 @@ def test_pod_specs_freeze_once_a_kueue_queue_name_is_set() -> None:
     for where in ("labels", "annotations"):
         queued = {**base, "metadata": {where: {"kueue.x-k8s.io/queue-name": "q"}}}
         assert LWS.pod_spec_frozen(queued)
+
+
+def test_kueue_makes_one_workload_per_group() -> None:
+    assert LWS.kueue_workloads(SET) == 2
+    assert LWS.kueue_workloads({"spec": {}}) == 1  # replicas defaults to 1
+    assert LWS.kueue_workloads({"spec": {"replicas": -1}}) == 1  # garbage: as one
