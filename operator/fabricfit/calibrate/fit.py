@@ -56,6 +56,7 @@ FITTABLE: dict[str, tuple[float, float, bool]] = {
     "stage_fill_loops": (0.0, 8.0, False),
     "alltoall_efficiency": (0.1, 1.0, True),
     "alltoall_decay": (0.0, 2.0, False),
+    "p2p_fill_chunks": (0.0, 8.0, False),
 }
 # A weak prior on the base profile (its numbers are cited): each field pays PRIOR_WEIGHT ×
 # (log of its change)² (linear fields: change / a quarter of their range), so a field the rows

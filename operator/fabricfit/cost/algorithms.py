@@ -26,11 +26,15 @@ bandwidth of the tiers the group crosses:
   (2·⌈log2 domains⌉);
 * pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
-  over NVLink, the rest over every rank's NIC at the profile's all-to-all efficiency, which
-  decays with the number of domains (incast, PXN forwarding, messages of S/n);
-* p2p (send-recv): one NVLink path, or one NIC (PXN keeps it on-rail; nccl 2.12 blog) at most
-  the peer's p2p channels × 14 GB/s × NIC efficiency (``nccl.p2p_channels_per_peer``: NCCL
-  gives a peer fewer channels as the communicator grows);
+  over NVLink (inside one node with each peer op's chunk-pipeline fill, as send-recv), the rest
+  over every rank's NIC at the profile's all-to-all efficiency, which decays with the number of
+  domains (incast, PXN forwarding, messages of S/n);
+* p2p (send-recv): inside one node, the channels NCCL splits the op over for its size (4 of 32
+  at 8 ranks up to 64 MiB, doubling per 16 MiB part up to 32: enqueue.cc addP2pToPlan), each
+  carrying one NVLink's worth (topo.h), at most the NVLink path, through a chunk pipeline
+  that takes d chunk times to fill; across domains one NIC (PXN keeps it on-rail; nccl 2.12
+  blog) at most the peer's p2p channels × 14 GB/s × NIC efficiency
+  (``nccl.p2p_channels_per_peer``: NCCL gives a peer fewer channels as the communicator grows);
 * hierarchical (AR, only when forced): intra RS, inter AR, intra AG as sequential phases. NCCL
   does not implement it, so ``auto`` never picks it; it stays as a what-if for ``--algorithm``.
 """
@@ -308,6 +312,9 @@ def pairwise_alltoall(
     nvl_s = size * (m - 1) / n / (profile.nvlink_ring_gb_per_s * GB)
     net_s, tier = 0.0, "nvlink"
     multi = shape.multi_domain
+    if shape.nodes == 1:  # every peer's op fills its channels' chunk pipeline (send_recv)
+        peer_bytes = size // n
+        nvl_s *= nccl.p2p_nvlink_fill(peer_bytes, nccl.p2p_nvlink_channels(peer_bytes, n), profile)
     if multi:
         net_bw = t.p2p_out_gb_per_s * alltoall_efficiency(shape, profile)
         net_s = m * size * (n - m) / n / (net_bw * GB)
@@ -333,19 +340,27 @@ def pairwise_alltoall(
 
 
 def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> list[Candidate]:
-    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail)."""
+    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail). Inside one
+    node the op runs on the channels NCCL gives it for its size (``nccl.p2p_nvlink_channels``),
+    each moving one NVLink's worth, through a chunk pipeline (``nccl.p2p_nvlink_fill``)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
-    peer = t.one_nic_gb_per_s
+    peer, fill, protocols = t.one_nic_gb_per_s, 1.0, t.protocols
     if multi:
         peer = min(peer, nccl.p2p_peer_gb_per_s(shape, profile, t.channels))
+    elif shape.nodes == 1:
+        channels = nccl.p2p_nvlink_channels(size, shape.ranks)
+        per_channel = nccl.P2P_CHANNEL_NVLINK_GB_PER_S.get(profile.arch, peer)
+        peer = min(peer, channels * per_channel)
+        fill = nccl.p2p_nvlink_fill(size, channels, profile)
+        protocols = (nccl.p2p_protocol(size, channels),)
     return [
         Candidate(
             "p2p",
             nccl.PROTOCOLS[proto],
             nccl.ring_latency_us(multi, t, 1, 1 if multi else 0, proto) * US,
-            size / (_ring_bw(peer, t, proto, profile.arch) * GB),
+            fill * size / (_ring_bw(peer, t, proto, profile.arch) * GB),
             tier,
         )
-        for proto in t.protocols
+        for proto in protocols
     ]

@@ -18,7 +18,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``)
   and of each tree / NVLS-tree stage between domains (``stage_fill_loops``)
   and the cross-domain all-to-all efficiency and its decay with domain count
-  (``alltoall_efficiency``, ``alltoall_decay``), and the host's launch time per GPU
+  (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
+  chunk pipeline (``p2p_fill_chunks``), and the host's launch time per GPU
   (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
   GPUs). Their defaults are NCCL's own constants or
   neutral values, so a profile written before they existed still loads and means the same;
@@ -116,6 +117,9 @@ class FabricProfile:
     # exponent of its decay with more domains (efficiency × (2/domains)^decay).
     alltoall_efficiency: float = 1.0
     alltoall_decay: float = 0.0
+    # p2p inside a node (send/recv, all-to-all): chunk times to fill the copy-in/copy-out
+    # pipeline of each channel's FIFO (one chunk: the receiver waits for the first one).
+    p2p_fill_chunks: float = 1.0
     # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
     spare_nodes_per_nvlink_domain: int = 0
     torus: TorusSpec | None = None
@@ -157,6 +161,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "launch_us_per_gpu": (0.0, 1_000.0),
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
+        "p2p_fill_chunks": (0.0, 1_000.0),
     }
 )
 # Optional integer fields, as above.

@@ -80,3 +80,33 @@ def test_send_recv_peers_get_fewer_p2p_channels_in_larger_communicators() -> Non
     ten = estimate_shape(Collective.SEND_RECV, 1 << 30, one_gpu_per_node(10), H100)
     assert two.busbw_gb_per_s > 0.95 * H100.nic_gb_per_s  # the NIC binds
     assert ten.busbw_gb_per_s < 2 * 14.0 * H100.nic_efficiency * 1.001  # two 14 GB/s channels
+
+
+def test_send_recv_inside_a_node_runs_on_the_channels_nccl_splits_it_over() -> None:
+    # 8 ranks: 4 of the 32 p2p channels per op until a part would exceed 16 MiB, then doubling
+    # up to 32 (enqueue.cc addP2pToPlan); 2 ranks start at 16
+    cases = [(64 * KIB, 8, 1), (MIB, 8, 4), (64 * MIB, 8, 4), (128 * MIB, 8, 8),
+             (256 * MIB, 8, 16), (512 * MIB, 8, 32), (8 << 30, 8, 32), (MIB, 2, 16)]  # fmt: skip
+    for size, ranks, channels in cases:
+        assert nccl.p2p_nvlink_channels(size, ranks) == channels, (size, ranks)
+    assert nccl.p2p_protocol(64 * KIB, 4) == nccl.LL
+    assert nccl.p2p_protocol(64 * KIB + 1, 4) == nccl.SIMPLE
+
+    node = GroupShape(8, 1, 1, 8, 8, 8, 8, 1, False, 1, True)
+    link = nccl.P2P_CHANNEL_NVLINK_GB_PER_S["hopper"]
+    at_64 = estimate_shape(Collective.SEND_RECV, 64 * MIB, node, H100)
+    at_128 = estimate_shape(Collective.SEND_RECV, 128 * MIB, node, H100)
+    huge = estimate_shape(Collective.SEND_RECV, 8 << 30, node, H100)
+    assert at_64.protocol == "Simple"
+    assert 0.9 * 4 * link < at_64.busbw_gb_per_s <= 4 * link  # four channels
+    assert at_128.seconds < 1.1 * at_64.seconds  # twice the bytes on twice the channels
+    assert huge.busbw_gb_per_s <= H100.nvlink_ring_gb_per_s  # the NVLink path binds
+
+
+def test_p2p_fill_slows_small_parts_only() -> None:
+    node = GroupShape(8, 1, 1, 8, 8, 8, 8, 1, False, 1, True)
+    no_fill = dataclasses.replace(H100, p2p_fill_chunks=0.0)
+    for size, slower in ((32 * MIB, 1.5), (8 << 30, 1.02)):  # 2 vs 64 chunks a part
+        filled = estimate_shape(Collective.ALL_TO_ALL, size, node, H100).seconds
+        plain = estimate_shape(Collective.ALL_TO_ALL, size, node, no_fill).seconds
+        assert plain < filled < slower * plain

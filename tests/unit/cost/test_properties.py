@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fabricfit.cost import (
@@ -13,6 +13,7 @@ from fabricfit.cost import (
     estimate_collective,
     estimate_concurrent,
     estimate_shape,
+    nccl,
     summarize_group,
 )
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, get_profile
@@ -71,9 +72,26 @@ def test_time_grows_with_size(
 ) -> None:
     profile, nodes, gpus = placement
     shape = summarize_group(layout(profile, nodes, gpus))
+    # inside a node NCCL gives a larger send/recv more channels, and that can make it faster
+    # (test_send_recv_in_a_node_speeds_up_where_nccl_adds_channels); compare at equal channels
+    if collective is Collective.SEND_RECV and shape.nodes == 1:
+        channels = nccl.p2p_nvlink_channels(size, shape.ranks)
+        assume(nccl.p2p_nvlink_channels(size * factor, shape.ranks) == channels)
     small = estimate_shape(collective, size, shape, profile)
     large = estimate_shape(collective, size * factor, shape, profile)
     assert large.seconds >= small.seconds
+
+
+def test_send_recv_in_a_node_speeds_up_where_nccl_adds_channels() -> None:
+    """64 MiB runs on 4 channels, 65 MiB on 8 (parts over 16 MiB, enqueue.cc addP2pToPlan):
+    measured 8x H100 send-recv takes as long at 128 MiB as at 64 MiB (xxrjun 1x8 log)."""
+    profile = get_profile("dgx-h100")
+    shape = summarize_group(layout(profile, 1, 8))
+    mib = 1 << 20
+    at_64 = estimate_shape(Collective.SEND_RECV, 64 * mib, shape, profile).seconds
+    at_65 = estimate_shape(Collective.SEND_RECV, 65 * mib, shape, profile).seconds
+    at_128 = estimate_shape(Collective.SEND_RECV, 128 * mib, shape, profile).seconds
+    assert at_65 < at_64 and abs(at_128 / at_64 - 1) < 0.01
 
 
 def physical_floor_seconds(
