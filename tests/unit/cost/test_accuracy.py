@@ -31,7 +31,6 @@ KNOWN_MISS_BANDS = {
     ("64KiB-16MiB", "2-4 domains", "all-reduce"): "GCP A3 Mega (TCPXO) 2x8 at 4-32 MiB: busbw"
     " dips to 22-59 GB/s between its latency curve and its plateau (held out; not a latency)",
     ("16-256MiB", "2-4 domains", "all-reduce"): "same TCPXO dip at 16-32 MiB (46 % worst)",
-    ("16-256MiB", ">=8 domains", "all-to-all"): "10x8 H100 all-to-all below the fitted efficiency",
 }
 
 
