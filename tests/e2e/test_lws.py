@@ -1,20 +1,36 @@
-"""A LeaderWorkerSet placed in ``pinned`` mode with its real controller: the LWS controller
-creates the leader StatefulSet and its pod, the leader's workers, fabricfit pins each one, and
-every pod (numbered group index * size + worker index) is bound to its planned node.
+"""A LeaderWorkerSet with its real controller, in ``pinned`` mode: the LWS controller creates
+the leader StatefulSet and its pod, the leader's workers, fabricfit pins each one, and every pod
+(numbered group index * size + worker index) is bound to its planned node. And in ``kueue-tas``
+mode with the real Kueue: Kueue builds a queued LWS's Workloads from its templates only at
+creation, so fabricfit says what to create it with instead of patching it; created so, Kueue
+TAS places its groups inside the domain fabricfit asked for.
 
-LWS has no suspend flag, so its templates carry the ``fabricfit.dev/placement`` scheduling gate
-from the start, as plain Pods do.
+LWS has no suspend flag, so in pinned mode its templates carry the ``fabricfit.dev/placement``
+scheduling gate from the start, as plain Pods do.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
+from helpers import kueue
+from helpers.cluster import (
+    POOL_LABEL,
+    TT,
+    condition,
+    foreign_pod,
+    get_tt,
+    make_pool,
+    planned,
+    topology,
+    wait_condition,
+)
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
+from unit.reconcile.fakeapi import merge
 
 pytestmark = pytest.mark.controllers("lws")
 
@@ -24,9 +40,11 @@ GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
-def leader_worker_set(name: str, pool: str, groups: int, size: int) -> dict[str, Any]:
+def leader_worker_set(
+    name: str, pool: str, groups: int, size: int, *, gated: bool = True
+) -> dict[str, Any]:
     pod = {"spec": {
-        "schedulingGates": [{"name": GATE}],
+        "schedulingGates": [{"name": GATE}] if gated else [],
         "nodeSelector": {POOL_LABEL: pool},
         "containers": [{"name": "serve", "image": "example.invalid/serve:1",
                         "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
@@ -73,3 +91,80 @@ def test_lws_pods_made_by_the_real_controller_land_where_planned(
     # The real controller made them: leaders belong to the LWS's StatefulSet, workers to theirs.
     owners = {p.metadata.owner_references[0].kind for p in pods.values()}
     assert owners == {"StatefulSet"}
+
+
+def live_lws_pods(core: Any, namespace: str, name: str, size: int) -> dict[int, Any]:
+    pods = core.list_namespaced_pod(
+        namespace, label_selector=f"leaderworkerset.sigs.k8s.io/name={name}"
+    ).items
+    return {
+        int(p.metadata.labels[GROUP_INDEX]) * size + int(p.metadata.labels[WORKER_INDEX]): p
+        for p in pods
+        if p.metadata.deletion_timestamp is None
+    }
+
+
+@pytest.mark.controllers("kueue", "lws")
+def test_a_queued_lws_in_kueue_tas_mode_is_created_with_fabricfits_annotations(
+    operator: OperatorProcess, core: Any, custom: Any, namespace: str
+) -> None:
+    # Two rail groups of four 8-GPU nodes; another tenant holds a node of the first, so only
+    # the second holds both groups (2 x 2 pods) and fabricfit requires one rail group.
+    nodes = make_pool(core, "lwstas", rail_groups_per_spine=2, nodes_per_rail_group=4,
+                      nodes_per_rack=2, nvlink_domain_nodes=2)  # fmt: skip
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
+    busy = nodes[0]["metadata"]["name"]
+    core.create_namespaced_pod(namespace, foreign_pod("tenant", busy, 8))
+    pool = {POOL_LABEL: "lwstas"}
+    with kueue.queues(custom, namespace, namespace, pool, gpus=64) as queue:
+        spec = topology("tas", "", {"tensor": 8, "data": 4}, queueName=queue,
+                        placement={"mode": "kueue-tas"})  # fmt: skip
+        spec["spec"]["workloadRef"] = {"apiVersion": "leaderworkerset.x-k8s.io/v1",
+                                       "kind": "LeaderWorkerSet", "name": "tas"}  # fmt: skip
+        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
+        wait_condition(custom, namespace, "tas", "Planned", "True")
+        # Created without them first: fabricfit does not patch it, and says what it lacks.
+        body = leader_worker_set("tas", "lwstas", groups=2, size=2, gated=False)
+        body["metadata"]["labels"] = {kueue.QUEUE_LABEL: queue}
+        custom.create_namespaced_custom_object(*LWS[:2], namespace, LWS[2], body)
+
+        def missing() -> str | None:
+            found = condition(get_tt(custom, namespace, "tas"), "Placed")
+            reason = found["reason"] if found is not None else None
+            return found["message"] if reason == "KueueAnnotationsMissing" else None
+
+        message = wait_for(missing, what="fabricfit to say what the LWS lacks")
+        wanted = json.loads(message.split("merged in: ", 1)[1].rsplit(" (or use", 1)[0])
+        first = custom.get_namespaced_custom_object(*LWS[:2], namespace, LWS[2], "tas")
+        assert first["metadata"]["generation"] == 1  # never patched
+        # Created again as told: Kueue's Workloads carry the topology request from the start.
+        custom.delete_namespaced_custom_object(*LWS[:2], namespace, LWS[2], "tas")
+        wait_for(lambda: not live_lws_pods(core, namespace, "tas", 2),
+                 what="the first LWS's pods to go")  # fmt: skip
+        custom.create_namespaced_custom_object(*LWS[:2], namespace, LWS[2], merge(body, wanted))
+
+        def bound() -> dict[int, Any] | None:
+            pods = live_lws_pods(core, namespace, "tas", 2)
+            done = len(pods) == 4 and all(p.spec.node_name for p in pods.values())
+            return pods if done else None
+
+        pods = wait_for(bound, timeout_seconds=120, what="the LWS's 4 pods bound by Kueue TAS")
+
+    templates = wanted["spec"]["leaderWorkerTemplate"]
+    annotations = templates["workerTemplate"]["metadata"]["annotations"]
+    level = annotations["kueue.x-k8s.io/podset-required-topology"]
+    assert level == kueue.NATIVE + "rail-group"
+    assert (
+        templates["leaderTemplate"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-group-name"]
+        == annotations["kueue.x-k8s.io/podset-group-name"]
+    )
+    placed = {rank: p.spec.node_name for rank, p in pods.items()}
+    assert busy not in placed.values()
+    # Kueue kept each group's leader and worker in one rail group, as fabricfit required. (Kueue
+    # places each group's Workload on its own, so the two groups may take different rail
+    # groups: only admission-check mode places a LeaderWorkerSet as a whole.)
+    for group in (0, 1):
+        pair = (placed[2 * group], placed[2 * group + 1])
+        domains = {kueue.domain_of(labels[node], level) for node in pair}
+        assert len(domains) == 1, f"group {group} split across rail groups: {placed}"
+    assert all(p.metadata.labels["fabricfit.dev/topology"] == "tas" for p in pods.values())

@@ -87,6 +87,9 @@ class Reason(StrEnum):
     WORKLOAD_NOT_SUSPENDED = ("WorkloadNotSuspended", _PLACED, "False", _WARN)
     # The API server (validation or an admission webhook) refused the template patch.
     WORKLOAD_PATCH_REJECTED = ("WorkloadPatchRejected", _PLACED, "False", _WARN)
+    # kueue-tas mode: a workload whose Kueue Workloads are built only at creation (a queued
+    # LeaderWorkerSet) lacks the annotations fabricfit chose; it must be created with them.
+    KUEUE_ANNOTATIONS_MISSING = ("KueueAnnotationsMissing", _PLACED, "False", _WARN)
     WAITING_FOR_PODS = ("WaitingForPods", _PLACED, "False", _NORMAL)
     # admission-check mode: Kueue has not admitted the Workload (or evicted it)
     NOT_ADMITTED = ("NotAdmitted", _PLACED, "False", _NORMAL)

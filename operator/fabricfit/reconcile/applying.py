@@ -10,7 +10,9 @@ forced. Plain-Pod workloads get fabricfit's label on each pod instead (pods must
 the gate themselves, since a running pod's gates can only be removed). In admission-check mode
 a workload whose queued pod spec Kueue freezes (a LeaderWorkerSet) is not patched at all: it is
 created with the gate, and Kueue puts fabricfit's label on its pods from the check's
-podSetUpdates when it admits them (a template patch would roll its groups out).
+podSetUpdates when it admits them (a template patch would roll its groups out). In kueue-tas
+mode such a workload is not patched either: Kueue builds its Workloads from the templates once,
+at creation, so one that lacks fabricfit's annotations is reported with what to create it with.
 
 ``pin_pods`` gives every gated pod a required node affinity for its planned node and removes the
 gate in one JSON Patch guarded by a ``test`` of the gate, so a concurrent change fails the patch
@@ -78,6 +80,7 @@ class Applied:
     patched_workload: bool = False
     blocked: str | None = None
     rejected: str | None = None
+    unmet: str | None = None  # what the workload must be created with (it cannot be patched)
     pinned: list[str] = field(default_factory=list)
     lost: set[int] = field(default_factory=set)
 
@@ -134,6 +137,19 @@ def describe_refusal(target: Target, namespace: str, err: ApiError) -> str:
     )
 
 
+def describe_unmet(target: Target, namespace: str, body: Mapping[str, Any]) -> str:
+    """Why a queued LeaderWorkerSet is not patched in kueue-tas mode, and what to create it
+    with: Kueue builds its groups' Workloads from the templates once, at creation."""
+    ref = target.ref
+    return (
+        f"{ref.kind} {namespace}/{ref.name} lacks the pod-template metadata fabricfit chose for "
+        "Kueue TAS; Kueue reads a queued LeaderWorkerSet's templates only when it creates the "
+        "groups' Workloads (and a change would roll the groups out), so fabricfit does not "
+        f"patch it. Create it with this merged in: {json.dumps(body, sort_keys=True)} "
+        "(or use placement.mode admission-check)"
+    )
+
+
 def fingerprint_patch(target: Target, body: Mapping[str, Any]) -> int:
     """What a refusal depends on: the patch, the workload's identity and generation, the spec."""
     meta = (target.workload or {}).get("metadata") or {}
@@ -158,7 +174,8 @@ async def apply_to_workload(
     result = Applied()
     if spec.placement.mode == "advisory":
         return result
-    if spec.placement.mode == "admission-check" and pod_spec_frozen(ref.kind, workload):
+    frozen = pod_spec_frozen(ref.kind, workload)
+    if spec.placement.mode == "admission-check" and frozen:
         # A queued LeaderWorkerSet: its pod spec is frozen (it was created with the gate, or
         # the admission refuses it), and a metadata patch would roll its groups out; the
         # check's podSetUpdates put fabricfit's label on the pods when Kueue admits them.
@@ -168,6 +185,8 @@ async def apply_to_workload(
         await _label_pods(rest, namespace, name, workload.get("items") or [])
         return result
     body = build_patch_for(target, intent, name)
+    if body and frozen and spec.placement.mode == "kueue-tas":
+        return Applied(unmet=describe_unmet(target, namespace, body))
     if body:
         stopped = await _send_template_patch(
             rest,

@@ -236,6 +236,9 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     if applied.rejected:
         run.draft.condition(Reason.WORKLOAD_PATCH_REJECTED, applied.rejected)
         raise _StopError
+    if applied.unmet:
+        run.draft.condition(Reason.KUEUE_ANNOTATIONS_MISSING, applied.unmet)
+        raise _StopError
     found.gated = applied.patched_workload or templates_gated(
         [t for _, t in pod_templates(target.ref.kind, target.workload or {})]
     )
