@@ -9,7 +9,10 @@ fastest, as NCCL's tuner does (``enqueue.cc: topoGetAlgoInfo``). Times are
 bandwidth of the tiers the group crosses:
 
 * ring (AR: 2(n−1) steps, RS/AG: n−1, broadcast/reduce: a pipelined chain): bandwidth-optimal,
-  latency linear in n, every step of a cross-domain ring charged at the network hop;
+  latency linear in n, every step of a cross-domain ring charged at the network hop (a Simple
+  step twice: its receive waits for the GPUDirect flush). Across domains the ring runs in the
+  protocol NCCL's tuner picks from its own constants (``nccl_ring_protocol``), not the one
+  fastest in wall time: on 10 H100 nodes Simple from ~240 MB, slower there than LL128 would be;
 * tree (AR, only across domains): NCCL's double binary tree plus a chain inside each domain,
   latency logarithmic in the number of domains. Auto selection uses NCCL's tuner bandwidth:
   channels × per-channel bandwidth (doubled at 2 domains, search.cc), ×0.92, capped per channel
@@ -89,20 +92,14 @@ class RingSteps:
 def ring(
     size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, schedule: RingSteps
 ) -> list[Candidate]:
-    """Ring candidates, one per protocol, for the ``schedule`` given."""
+    """Ring candidates for the ``schedule`` given: one per protocol inside a domain; across
+    domains only the protocol NCCL's tuner picks (``nccl_ring_protocol``), priced at wall time."""
     multi = shape.multi_domain
     steps, inter, factor = schedule.steps, schedule.inter, schedule.factor
+    chosen = (nccl_ring_protocol(size, shape, profile, t, schedule),) if multi else t.protocols
     out = []
-    for proto in t.protocols:
+    for proto in chosen:
         lat = nccl.ring_latency_us(multi, t, steps, inter, proto)
-        # all-reduce (2(n-1) steps) across nodes in Simple: NCCL's ×1.4 once chunks are full
-        if (
-            proto == SIMPLE
-            and multi
-            and schedule.allreduce
-            and size >= 64 * shape.ranks * max(t.channels, 1)
-        ):
-            lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
         bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
         out.append(
             Candidate(
@@ -110,6 +107,47 @@ def ring(
             )
         )
     return out
+
+
+def _tuner_tiers(shape: GroupShape, profile: FabricProfile, t: Tiers) -> Tiers:
+    """The tiers as NCCL's tuner sees them: its NICs' speed, not the fabric's taper or load."""
+    out = t.channels * profile.nic_gb_per_s
+    return t._replace(out_gb_per_s=out, ring_gb_per_s=nccl.ring_of(shape, profile, out, "nic")[0])
+
+
+def _nccl_ring_s(
+    size: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    t: Tiers,
+    schedule: RingSteps,
+    *,
+    proto: int,
+) -> float:
+    """NCCL's tuner time for a ring across domains (tuning.cc 400-412 @5067397c): base, the
+    intra-domain steps at the NVLink hop (at least the net overhead), the inter-domain steps at
+    the network hop, ×1.4 for a Simple all-reduce once chunks are full (``ncclTopoGetAlgoTime``);
+    ``t`` as the tuner sees it (``_tuner_tiers``)."""
+    steps, inter = schedule.steps, schedule.inter
+    intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])
+    lat = nccl.BASE_US["ring"][proto] + (steps - inter) * intra + inter * nccl.NET_US["ring"][proto]
+    if proto == SIMPLE and schedule.allreduce and size >= 64 * shape.ranks * max(t.channels, 1):
+        lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
+    bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
+    return lat * US + schedule.factor * size / (bw * GB)
+
+
+def nccl_ring_protocol(
+    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, schedule: RingSteps
+) -> int:
+    """The protocol NCCL's tuner runs a cross-domain ring in: its constants, not wall time. On 10
+    H100 nodes it keeps LL128 for all-gather up to ~240 MB and then switches to Simple, whose
+    steps pay a flush round across NICs (``nccl.NET_HOP_ROUNDS``), so 256 MiB runs slower than
+    128 MiB's trend (xxrjun 10x8 all-gather and reduce-scatter)."""
+    seen = _tuner_tiers(shape, profile, t)
+    return min(
+        t.protocols, key=lambda p: _nccl_ring_s(size, shape, profile, seen, schedule, proto=p)
+    )
 
 
 def _tree_tuner_alg_gb_per_s(
@@ -150,23 +188,11 @@ def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: 
     """NCCL's own choice of tree over ring and NVLS-tree all-reduce: its latency constants (hop
     types summed, tuning.cc 400-420) and its bandwidths (per-channel caps, size correction)."""
     n, d, m = shape.ranks, shape.domains, shape.max_per_domain
-    steps, inter = 2 * (n - 1), 2 * (d - 1)
-    factor = 2 * (n - 1) / n
-    # NCCL's tuner knows its NICs' speed, not the fabric's taper or other jobs' load
-    out = t.channels * profile.nic_gb_per_s
-    t = t._replace(out_gb_per_s=out, ring_gb_per_s=nccl.ring_of(shape, profile, out, "nic")[0])
+    schedule = RingSteps(2 * (n - 1), 2 * (d - 1), 2 * (n - 1) / n, allreduce=True)
+    t = _tuner_tiers(shape, profile, t)
     ring_s, tree_s = math.inf, math.inf
     for proto in t.protocols:
-        intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])
-        lat = (
-            nccl.BASE_US["ring"][proto]
-            + (steps - inter) * intra
-            + inter * nccl.NET_US["ring"][proto]
-        )
-        if proto == SIMPLE and size >= 64 * n * max(t.channels, 1):
-            lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
-        bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
-        ring_s = min(ring_s, lat * US + factor * size / (bw * GB))
+        ring_s = min(ring_s, _nccl_ring_s(size, shape, profile, t, schedule, proto=proto))
         hops = (m - 1) * nccl.NVLINK_US["tree"][proto] + nccl.log2_domains(shape) * nccl.NET_US[
             "tree"
         ][proto]

@@ -61,6 +61,11 @@ NET_US: Final[dict[str, tuple[float, float, float]]] = {
 # sendProxyProgress @5067397c), so an LL128 step waits on the NIC as long as a Simple one. NCCL's
 # tuner gives LL128 its own lower constant; that stays in NCCL's choice, not in wall time.
 NET_HOP_PROTOCOL: Final = (LL, SIMPLE, SIMPLE)
+# Network rounds per step: a Simple receive is handed to the GPU only after the proxy's GPUDirect
+# flush, a read back through the NIC (net.cc recvProxyProgress); LL and LL128 carry their own
+# flags and need none. NCCL's tuner charges Simple the net latency twice for it ("Also add the
+# flush extra latency", tuning.cc:388-389 @5067397c).
+NET_HOP_ROUNDS: Final = (1.0, 1.0, 2.0)
 # p2p channels per network peer (graph/paths.cc @5067397c): max(local NICs, ⌈NIC GB/s ÷ 14⌉)
 # (NCCL_P2P_PER_CHANNEL_NET_BW = 14 GB/s), a power of two; across nodes halved while channels ×
 # ⌈ranks ÷ 8⌉ (NCCL_MAX_DEV_WORK_P2P_PER_BATCH peers per batch) exceed the p2p channels, which
@@ -432,8 +437,15 @@ def ring_latency_us(
     intra = NVLINK_US["ring"][proto] * t.nvlink_scale
     if not multi_domain or inter_steps == 0:
         return base + steps * intra
-    inter = NET_US["ring"][NET_HOP_PROTOCOL[proto]] * t.net_scale + t.spine_us
+    inter = net_hop_us(t, "ring", proto)
     return base + t.net_base_us + steps * max(intra, inter)
+
+
+def net_hop_us(t: Tiers, algorithm: str, proto: int) -> float:
+    """Wall time of one step across NICs: the protocol's proxy hand-off (``NET_HOP_PROTOCOL``)
+    and, for Simple, the flush round (``NET_HOP_ROUNDS``), plus the spine's switches."""
+    hop = NET_US[algorithm][NET_HOP_PROTOCOL[proto]] * t.net_scale + t.spine_us
+    return NET_HOP_ROUNDS[proto] * hop
 
 
 def log2_floor(n: int) -> int:

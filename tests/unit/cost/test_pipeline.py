@@ -1,9 +1,12 @@
 """Pipeline fill and the NCCL tuning rules behind it: tree / NVLS-tree stages between domains,
-NVLS-tree channels and chunks (nvls.cc, enqueue.cc), the proxy hand-off of an LL128 step."""
+NVLS-tree channels and chunks (nvls.cc, enqueue.cc), the proxy hand-off of an LL128 step, the
+flush of a Simple one and the ring protocol NCCL's tuner picks across domains."""
 
 from __future__ import annotations
 
 import dataclasses
+
+import pytest
 
 from fabricfit.cost import Collective, GroupShape, estimate_shape, nccl
 from fabricfit.fabric.profiles import get_profile
@@ -50,19 +53,44 @@ def test_tree_fill_grows_with_the_stages_between_domains() -> None:
     assert nccl.tree_stages(nodes_of_8(16)) == 4 + 0.8
 
 
-def test_an_ll128_step_across_nics_costs_a_simple_network_hop() -> None:
+def test_an_ll128_step_across_nics_costs_a_simple_hop_and_simple_adds_its_flush() -> None:
     t = nccl.tiers(nodes_of_8(10), H100, 1.0)
     simple = nccl.ring_latency_us(True, t, 79, 9, nccl.SIMPLE)
     ll128 = nccl.ring_latency_us(True, t, 79, 9, nccl.LL128)
     ll = nccl.ring_latency_us(True, t, 79, 9, nccl.LL)
     base = nccl.BASE_US["ring"]
-    assert ll128 - base[nccl.LL128] * t.base_scale == simple - base[nccl.SIMPLE] * t.base_scale
+    hop = nccl.NET_US["ring"][nccl.SIMPLE] * t.net_scale
+    fixed = t.net_base_us
+    assert ll128 - base[nccl.LL128] * t.base_scale - fixed == pytest.approx(79 * hop)
+    # a Simple receive waits for the GPUDirect flush: a second round through the NIC
+    assert simple - base[nccl.SIMPLE] * t.base_scale - fixed == pytest.approx(2 * 79 * hop)
     assert ll < ll128
     # inside one domain LL128 keeps its NVLink step
     one = nccl.tiers(GroupShape(8, 1, 1, 8, 8, 8, 8, 1, False, 1, True), H100, 1.0)
     assert nccl.ring_latency_us(False, one, 7, 0, nccl.LL128) < nccl.ring_latency_us(
         False, one, 7, 0, nccl.SIMPLE
     )
+
+
+@pytest.mark.parametrize(
+    ("collective", "size", "protocol"),
+    [
+        (Collective.ALL_GATHER, 128 * MIB, "LL128"),
+        (Collective.ALL_GATHER, 256 * MIB, "Simple"),
+        (Collective.REDUCE_SCATTER, 128 * MIB, "LL128"),
+        (Collective.REDUCE_SCATTER, 256 * MIB, "Simple"),
+    ],
+)
+def test_a_ring_across_domains_runs_in_the_protocol_nccl_picks(
+    collective: Collective, size: int, protocol: str
+) -> None:
+    # NCCL's constants keep LL128 up to ~240 MB on 10 x 8 H100 and then switch to Simple, even
+    # though Simple's flush makes 256 MiB slower than LL128 would be (xxrjun 10x8 runs)
+    shape = nodes_of_8(10)
+    est = estimate_shape(collective, size, shape, H100)
+    assert (est.algorithm, est.protocol) == ("ring", protocol)
+    if protocol == "Simple":  # the jump the runs show from 128 to 256 MiB
+        assert est.seconds > 1.5 * estimate_shape(collective, size // 2, shape, H100).seconds
 
 
 def test_send_recv_peers_get_fewer_p2p_channels_in_larger_communicators() -> None:
