@@ -4,8 +4,9 @@ Builds (or reuses) the control-plane binaries, starts (or reuses) the local cont
 creates fake DGX nodes with topology labels and other tenants' pods, applies the CRDs, starts
 the operator, submits training jobs with their TrainingTopologies, waits until kube-scheduler has
 bound every pod, then prints per job where its pods run and what the cost model predicts for
-that placement against the lower bound and Kueue TAS (its BestFit, emulated: the demo cluster
-runs no Kueue), and writes one SVG of every job's placement. The cluster keeps running;
+that placement against the lower bound and Kueue TAS (the real Kueue when the control plane runs
+one, ``FABRICFIT_DEMO_PEER``; else its BestFit, emulated), and writes one SVG of every job's
+placement. The cluster keeps running;
 ``make demo-down`` stops it (operator included).
 Options are environment variables: see ``python -m demo --help`` (or ``demo/options.py``).
 """
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from demo import kube, report, workloads
+from demo import kube, peer, report, workloads
 from demo.baseline import JobView, PlacedJob, view_job
 from demo.options import HELP, OptionError, Options, from_env
 from devcluster import binaries, cluster, fakenodes
@@ -29,11 +30,25 @@ from fabricfit.api.models import TrainingTopologySpec
 STEPS = 9
 PEER_NOTE = (
     "Per job: where kube-scheduler bound each pod (fabricfit pinned them), and the step\n"
-    "communication the cost model predicts for it, next to what Kueue TAS would do with the same\n"
-    "job on the same free GPUs, priced by the same model. Kueue is emulated (its BestFit,\n"
-    "preferred at the rail-group level, ranks in lexicographic order; this cluster runs no\n"
-    "Kueue); make bench-kueue compares against a real Kueue."
+    "communication the cost model predicts for it, next to what Kueue TAS {how} with the same\n"
+    "job on the same free GPUs, priced by the same model. {which}"
 )
+REAL_PEER = (
+    "Kueue is real: the Kueue controller on\nthis control plane placed each job first "
+    "(podset-preferred-topology at the rail-group\nlevel), then the job was deleted and "
+    "fabricfit placed it."
+)
+EMULATED_PEER = (
+    "Kueue is emulated (its BestFit,\npreferred at the rail-group level, ranks in "
+    "lexicographic order; this cluster runs no\nKueue: FABRICFIT_DEMO_PEER=kueue starts one); "
+    "make bench-kueue compares against a real Kueue."
+)
+
+
+def peer_note(real: bool) -> str:
+    return PEER_NOTE.format(
+        how="did" if real else "would do", which=REAL_PEER if real else EMULATED_PEER
+    )
 
 
 class Progress:
@@ -74,10 +89,15 @@ def plan_inputs(
 
 def run(options: Options, progress: Progress) -> int:
     manifests, tenants, jobs = plan_inputs(options)
-    progress.step("control-plane binaries (hack/cluster build)")
-    subprocess.run([str(kube.ROOT / "hack" / "cluster"), "build"], check=True)
+    hack_cluster = str(kube.ROOT / "hack" / "cluster")
+    extra = ["--with", "kueue"] if options.peer == "kueue" else []
+    progress.step(f"control-plane binaries (hack/cluster build {' '.join(extra)})".rstrip())
+    subprocess.run([hack_cluster, "build", *extra], check=True)
     progress.step("local control plane")
+    if extra:  # starts the control plane with Kueue, or adds Kueue to the running one
+        subprocess.run([hack_cluster, "up", *extra], check=True, stdout=subprocess.DEVNULL)
     state = cluster.up(binaries.require(), progress.say)
+    real_peer = options.peer == "kueue" or (options.peer == "auto" and peer.runs_kueue(state))
     kubectl = [str(binaries.locate().kubectl), f"--kubeconfig={state.kubeconfig}"]
     clients = kube.Clients.connect(state.kubeconfig)
     progress.step("TrainingTopology CRD (kubectl apply -f crds/)")
@@ -85,7 +105,7 @@ def run(options: Options, progress: Progress) -> int:
     progress.step("clean slate: stop an earlier demo operator, empty the demo namespaces")
     if cluster.detach(state, kube.OPERATOR):
         progress.say("stopped the operator of an earlier run")
-    for namespace in (kube.JOBS_NAMESPACE, kube.TENANTS_NAMESPACE):
+    for namespace in (kube.JOBS_NAMESPACE, kube.TENANTS_NAMESPACE, peer.NAMESPACE):
         kube.reset_namespace(clients, namespace)
     fabric = options.fake_fabric()
     progress.step(
@@ -106,17 +126,27 @@ def run(options: Options, progress: Progress) -> int:
     operator, metrics_url = kube.start_operator(state)
     progress.say(f"pid {operator.pid}, log {operator.log}")
     progress.step(f"submitting {len(jobs)} training jobs and waiting for kube-scheduler")
-    statuses = {}
+    statuses: dict[str, dict[str, Any]] = {}
+    theirs: dict[str, list[str]] = {}
+    queue, rail_group = None, ""
+    if real_peer:
+        levels = peer.topology_levels(options.scheme, manifests)
+        queue = peer.prepare(clients, levels, fabric.node_count * options.gpus_per_node)
+        rail_group = peer.preferred_level(options.scheme, levels, manifests)
+        progress.say(f"Kueue TAS first, on a Topology of {', '.join(levels)}")
     for job in jobs:
+        if queue is not None:
+            theirs[job.name] = peer.place(clients, job, queue, rail_group)
+            progress.say(f"{job.name}: Kueue TAS bound its {job.pods} pods; deleted again")
         topology = workloads.topology_manifest(job, options.fabric, options.scheme)
         kube.submit(clients, job, topology)
         nodes = kube.wait_bound(clients, job)
         statuses[job.name] = kube.wait_status(clients, job)
         progress.say(f"{job.name}: {job.pods} pods bound on {len(set(nodes))} nodes")
     progress.step("reading the cluster back and pricing each placement")
-    views = build_views(clients, jobs, statuses)
+    views = build_views(clients, jobs, statuses, theirs)
     print()
-    print(PEER_NOTE)
+    print(peer_note(real_peer))
     print()
     for job, view in zip(jobs, views, strict=True):
         print("\n".join(report.job_lines(job, view)))
@@ -140,7 +170,10 @@ def run(options: Options, progress: Progress) -> int:
 
 
 def build_views(
-    clients: kube.Clients, jobs: Sequence[workloads.DemoJob], statuses: dict[str, dict[str, Any]]
+    clients: kube.Clients,
+    jobs: Sequence[workloads.DemoJob],
+    statuses: dict[str, dict[str, Any]],
+    theirs: dict[str, list[str]],
 ) -> list[JobView]:
     nodes, pods = kube.read_cluster(clients)
     views = []
@@ -155,11 +188,8 @@ def build_views(
         if planned != bound:
             raise kube.DemoError(f"{job.name}: pods are not where the operator planned them")
         later = [j.name for j in jobs[position + 1 :]]
-        views.append(
-            view_job(
-                PlacedJob(job.name, kube.JOBS_NAMESPACE, spec, status, bound), nodes, pods, later
-            )
-        )
+        placed = PlacedJob(job.name, kube.JOBS_NAMESPACE, spec, status, bound)
+        views.append(view_job(placed, nodes, pods, later, theirs.get(job.name)))
     return views
 
 

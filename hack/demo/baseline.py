@@ -4,11 +4,12 @@ model.
 Theory of operation
 -------------------
 Clusters that would run fabricfit already run Kueue, so the demo's comparison is Kueue TAS, not
-a topology-blind spread. The demo cluster runs no Kueue, so the comparison is the package's pure
-emulation of TAS BestFit (:func:`fabricfit.placement.peers.kueue_bestfit`: the job preferred at
-the rail-group level, most-free domains first and the last one best-fit, ranks mapped to pods in
-lexicographic order of their topology values), run on the free GPUs the job had (the cluster as
-it is now, minus the pods of this job and of the jobs submitted after it).
+a topology-blind spread: the real Kueue when the demo runs one (:mod:`demo.peer` places the job
+with it first and hands its nodes here), else the package's pure emulation of TAS BestFit
+(:func:`fabricfit.placement.peers.kueue_bestfit`: the job preferred at the rail-group level,
+most-free domains first and the last one best-fit, ranks mapped to pods in lexicographic order
+of their topology values), run on the free GPUs the job had (the cluster as it is now, minus
+the pods of this job and of the jobs submitted after it).
 ``benchmarks/kueue_side_by_side.py`` makes the same comparison against a real Kueue. Both
 placements become :class:`PlacementDecision` values (same rank layout, each pod on the lowest
 free GPU window of its node), priced with :func:`fabricfit.placement.pricing.price_pods`, so the
@@ -51,6 +52,7 @@ class JobView:
     planned: PlacementDecision  # predicted = what the operator wrote into status
     repriced: StepTimes  # the same placement priced here (a cross-check of the status)
     peer: PlacementDecision | None  # None when Kueue TAS could not hold the job
+    peer_real: bool = False  # the real Kueue placed it (else the emulation)
 
 
 def snapshot_without(
@@ -124,10 +126,12 @@ def view_job(
     nodes: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
     later: Collection[str] = (),
+    peer_nodes: Sequence[str] | None = None,
 ) -> JobView:
     """fabricfit's placement (as bound, with the status's prediction) and Kueue TAS's, both
     on the cluster the operator saw when it placed the job: without its own pods and without
-    those of the ``later`` jobs (submitted after it)."""
+    those of the ``later`` jobs (submitted after it). ``peer_nodes``: where the real Kueue put
+    each pod on that cluster; without them, the emulation places the job."""
     name, namespace, spec, status, bound = job.name, job.namespace, job.spec, job.status, job.bound
     snapshot = snapshot_without(nodes, pods, {name, *later}, namespace, spec)
     lower = status.get("lowerBoundSeconds")
@@ -141,6 +145,10 @@ def view_job(
             by_dimension={k: float(v) for k, v in (predicted.get("byDimension") or {}).items()},
         )
         planned = replace(planned, predicted=reported)
-    theirs = kueue_tas(snapshot, len(bound), spec.gpus_per_pod)
+    theirs = (
+        list(peer_nodes)
+        if peer_nodes is not None
+        else kueue_tas(snapshot, len(bound), spec.gpus_per_pod)
+    )
     peer = decision_for(theirs, snapshot, spec, lower) if theirs else None
-    return JobView(name, spec, snapshot, planned, repriced, peer)
+    return JobView(name, spec, snapshot, planned, repriced, peer, peer_nodes is not None)

@@ -48,7 +48,7 @@ class Clients:
         return cls(api, client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api))
 
 
-def _poll(check: Callable[[], Any], timeout_seconds: float, what: str) -> Any:
+def poll(check: Callable[[], Any], timeout_seconds: float, what: str) -> Any:
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         value = check()
@@ -64,18 +64,19 @@ def apply_crds(kubectl: Sequence[str]) -> None:
     )
     if done.returncode != 0:
         raise DemoError(f"kubectl apply -f crds/ failed: {done.stderr.strip()}")
-    subprocess.run(
-        [
-            *kubectl,
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "-f",
-            str(ROOT / "crds"),
-        ],
-        capture_output=True,
-        check=True,
-    )
+    # Right after a controller installed its own CRDs (Kueue's, when the demo starts it) the
+    # API server's discovery can lag: kubectl wait then fails at once; ask again for a while.
+    wait = [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "-f"]
+    deadline = time.monotonic() + 60
+    while True:
+        done = subprocess.run(
+            [*wait, str(ROOT / "crds")], capture_output=True, text=True, check=False
+        )
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise DemoError(f"the CRDs in crds/ did not become Established: {done.stderr.strip()}")
+        time.sleep(1)
 
 
 def reset_namespace(c: Clients, name: str) -> None:
@@ -83,7 +84,7 @@ def reset_namespace(c: Clients, name: str) -> None:
     if not _namespace_exists(c, name):
         labels = {"fabricfit.dev/demo": "true"}
         c.core.create_namespace({"metadata": {"name": name, "labels": labels}})
-        _poll(lambda: _has_service_account(c, name), 60, f"the default ServiceAccount of {name}")
+        poll(lambda: _has_service_account(c, name), 60, f"the default ServiceAccount of {name}")
         return
     # Topologies of an earlier run may carry the operator's finalizer; their jobs go too, so
     # there is nothing to release: drop it rather than depend on an operator running.
@@ -102,7 +103,7 @@ def reset_namespace(c: Clients, name: str) -> None:
         tts = c.custom.list_namespaced_custom_object(*TT[:2], name, TT[2])["items"]
         return not (jobs or pods or tts)
 
-    _poll(empty, 120, f"namespace {name} to be emptied")
+    poll(empty, 120, f"namespace {name} to be emptied")
 
 
 def _namespace_exists(c: Clients, name: str) -> bool:
@@ -230,7 +231,7 @@ def wait_status(c: Clients, job: DemoJob, timeout_seconds: float = 60) -> dict[s
         cond = _condition(tt, "Placed")
         return tt if cond is not None and cond.get("status") == "True" else None
 
-    found: dict[str, Any] = _poll(placed, timeout_seconds, f"{job.name} to report Placed")
+    found: dict[str, Any] = poll(placed, timeout_seconds, f"{job.name} to report Placed")
     return found
 
 

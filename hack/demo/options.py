@@ -22,6 +22,9 @@ FABRICS = (
     GB200,
 )
 JOB_SETS = ("auto", "standard", "small")
+#: What the comparison column is: the real Kueue (started with the control plane for ``kueue``,
+#: used when already running for ``auto``) or the package's emulation of its TAS BestFit.
+PEERS = ("auto", "kueue", "emulated")
 
 HELP = """\
 make demo: a simulated GPU cluster on the local control plane, with fabricfit placing jobs.
@@ -45,6 +48,10 @@ Options (environment variables; make passes them through, e.g. FABRICFIT_DEMO_SC
                                TP2·PP4·DP8·EP8 and a fine-tune TP4·DP4 in 4-GPU pods: 26 nodes'
                                worth of GPUs), small (6 nodes), or auto (standard when it fits,
                                default)
+  FABRICFIT_DEMO_PEER          the comparison: kueue (start the real Kueue v0.19.2 with the
+                               control plane and place each job with it first), emulated (the
+                               package's emulation of Kueue TAS BestFit), or auto (the real one
+                               when the control plane already runs Kueue, default)
   FABRICFIT_DEMO_SVG           where to write the SVG
                                (default: <cluster state dir>/demo-placement.svg)
   FABRICFIT_STATE_DIR          cluster state directory (default ~/.cache/fabricfit/cluster)
@@ -69,6 +76,7 @@ class Options:
     seed: int = 7
     jobs: str = "auto"
     svg: str | None = None
+    peer: str = "auto"
 
     @property
     def gpus_per_node(self) -> int:
@@ -145,6 +153,7 @@ def from_env(env: Mapping[str, str] = os.environ) -> Options:
         seed=_int(env, "FABRICFIT_DEMO_SEED", 7, 0, 2**31),
         jobs=_choice(env, "FABRICFIT_DEMO_JOBS", "auto", JOB_SETS),
         svg=env.get("FABRICFIT_DEMO_SVG", "").strip() or None,
+        peer=_choice(env, "FABRICFIT_DEMO_PEER", "auto", PEERS),
     )
     nodes = options.spines * options.rail_groups * options.nodes
     if nodes > 2048:

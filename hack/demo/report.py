@@ -51,7 +51,8 @@ def job_lines(job: DemoJob, view: JobView) -> list[str]:
         )
     lines.append(f"{INDENT}rail groups used: {rail_groups_used(planned, snapshot)}")
     if peer is not None:
-        lines.append(f"{INDENT}{PEER} would use: {rail_groups_used(peer, snapshot)}")
+        verb = "used" if view.peer_real else "would use"
+        lines.append(f"{INDENT}{PEER} {verb}: {rail_groups_used(peer, snapshot)}")
     lines.extend(_times(planned, peer))
     reported = planned.predicted.step_comm_seconds if planned.predicted else 0.0
     if abs(view.repriced.step_comm_seconds - reported) > REPRICE_TOLERANCE * reported:

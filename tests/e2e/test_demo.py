@@ -153,9 +153,39 @@ def test_demo_prints_what_the_cluster_shows_and_down_stops_everything(tmp_path: 
     assert [pid for pid in pids if alive(pid)] == []
 
 
+def test_demo_compares_with_the_real_kueue_when_asked(tmp_path: Path) -> None:
+    """FABRICFIT_DEMO_PEER=kueue: the demo starts Kueue with its own control plane, Kueue TAS
+    places each job first (then it is deleted), fabricfit places it, and the table compares
+    the two placements the cluster actually made."""
+    from kubernetes import client, config
+
+    env = demo_env(tmp_path, **SMALL, FABRICFIT_DEMO_PEER="kueue",
+                   FABRICFIT_DEMO_SVG=str(tmp_path / "placement.svg"))  # fmt: skip
+    try:
+        result = run_demo(env)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        out = result.stdout
+        assert "Kueue is real" in out and "Kueue is emulated" not in out
+        for job in JOBS:
+            assert f"{job}: Kueue TAS bound its 4 pods; deleted again" in out
+        assert out.count("Kueue TAS used: ") == len(JOBS)
+        verdicts = re.findall(r"Kueue TAS (?:is|ties \() ?([\d.]+)×", out)
+        assert len(verdicts) == len(JOBS), out
+        kubeconfig = Path(re.findall(r"KUBECONFIG=(\S+)", out)[0])
+        assert bound_in_cluster(kubeconfig) == printed_tables(out)
+        core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
+        assert core.list_namespaced_pod("fabricfit-demo-kueue").items == []  # Kueue's runs gone
+        state = json.loads((tmp_path / "state" / "state.json").read_text())
+        assert "kueue" in [c["name"] for c in state["controllers"]]
+    finally:
+        subprocess.run([str(ROOT / "hack" / "cluster"), "down"], env=env, capture_output=True,
+                       timeout=120, check=False)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
+        ("FABRICFIT_DEMO_PEER", "volcano", "FABRICFIT_DEMO_PEER must be one of auto, kueue"),
         ("FABRICFIT_DEMO_SCHEME", "azure", "FABRICFIT_DEMO_SCHEME must be one of native"),
         ("FABRICFIT_DEMO_NODES", "0", "FABRICFIT_DEMO_NODES must be between 1 and 256, got 0"),
         ("FABRICFIT_DEMO_TENANT_SHARE", "half", "must be a number between 0 and 0.9"),
