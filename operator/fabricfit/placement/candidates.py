@@ -29,6 +29,8 @@ distinct candidate with the cost model; this module never scores.
 
 from __future__ import annotations
 
+import heapq
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -123,6 +125,52 @@ class SlotOrders:
         return found
 
 
+class FreeSlots:
+    """The free slots of one leaf domain in candidate order, grouped by NVLink domain, with the
+    whole units they hold kept current as slots are taken.
+
+    ``take(size)`` gives the first ``size`` free slots of the NVLink domain whose first free slot
+    comes first among those that still hold ``size`` — what regrouping the remaining slots for
+    every unit gave, which was quadratic in the slots of a merged scope (a 1,024-GPU job of
+    two-tray units on 4,096 GB200 trays spent most of its plan there). One lazy heap per unit
+    size orders the domains by their first free slot; lengths only shrink, so an entry whose
+    domain has moved on or shrunk below the size is dropped when it reaches the top."""
+
+    def __init__(self, slots: Sequence[PodSlot], unit_pods: int) -> None:
+        self.unit_pods = unit_pods
+        self._groups: dict[str, deque[tuple[int, PodSlot]]] = {}
+        for position, slot in enumerate(slots):
+            key = slot.nvlink_domain if unit_pods > 1 else ""
+            self._groups.setdefault(key, deque()).append((position, slot))
+        self.units = sum(len(g) // unit_pods for g in self._groups.values())
+        self._heaps: dict[int, list[tuple[int, str]]] = {}
+
+    def _heap(self, size: int) -> list[tuple[int, str]]:
+        heap = self._heaps.get(size)
+        if heap is None:
+            heap = [(g[0][0], k) for k, g in self._groups.items() if len(g) >= size]
+            heapq.heapify(heap)
+            self._heaps[size] = heap
+        return heap
+
+    def take(self, size: int) -> list[PodSlot]:
+        heap = self._heap(size)
+        while True:
+            position, key = heap[0]  # the caller checked the capacity: an entry holds it
+            group = self._groups[key]
+            if len(group) >= size and group[0][0] == position:
+                break
+            heapq.heappop(heap)
+        before = len(group)
+        chosen = [group.popleft()[1] for _ in range(size)]
+        self.units += len(group) // self.unit_pods - before // self.unit_pods
+        if group:
+            for want, other in self._heaps.items():
+                if len(group) >= want:
+                    heapq.heappush(other, (group[0][0], key))
+        return chosen
+
+
 class _Packer:
     """Mutable packing state for one candidate; slots are consumed, never shared."""
 
@@ -136,29 +184,21 @@ class _Packer:
     ) -> None:
         self.domains = list(domains)
         self.sub_of = sub_of
-        self.free: list[list[PodSlot]] = [list(orders(d, order)) for d in domains]
+        self.free = [FreeSlots(orders(d, order), unit_pods) for d in domains]
         self.unit_pods = unit_pods
         self.placed: dict[int, PodSlot] = {}
         # Units each domain still holds, kept current as slots are taken (read once per domain
         # and block: recounting every domain's slots for each block was most of a large plan).
-        self.caps = [unit_capacity(free, unit_pods) for free in self.free]
+        self.caps = [free.units for free in self.free]
 
     def capacity(self, index: int) -> int:
         return self.caps[index]
 
     def take_unit(self, index: int, unit: Unit) -> None:
         free = self.free[index]
-        if len(unit) == 1:
-            chosen = [free[0]]
-        else:
-            by_domain: dict[str, list[PodSlot]] = {}
-            for slot in free:
-                by_domain.setdefault(slot.nvlink_domain, []).append(slot)
-            chosen = next(s for s in by_domain.values() if len(s) >= len(unit))[: len(unit)]
-        for pod, slot in zip(unit, chosen, strict=True):
+        for pod, slot in zip(unit, free.take(len(unit)), strict=True):
             self.placed[pod] = slot
-            free.remove(slot)
-        self.caps[index] = unit_capacity(free, self.unit_pods)
+        self.caps[index] = free.units
 
     def place_block(self, block: Block, packing: str, previous: int | None) -> int | None:
         """Place ``block``; returns the domain that took its first unit (None: no room)."""

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from fabricfit.api.models import Parallelism
-from fabricfit.placement.candidates import generate_candidates, job_blocks, pack_blocks
+from fabricfit.placement.candidates import (
+    FreeSlots,
+    generate_candidates,
+    job_blocks,
+    pack_blocks,
+    unit_capacity,
+)
 from fabricfit.placement.layout import build_layout
-from fabricfit.placement.slots import build_leaf_domains, node_slots, position_major
+from fabricfit.placement.slots import PodSlot, build_leaf_domains, node_slots, position_major
 from unit.placement.clusters import full_except, make_cluster
 
 
@@ -79,3 +88,40 @@ def test_pack_returns_none_without_room() -> None:
     layout = build_layout(Parallelism(tensor=8, data=3), 8, "tp-cp-ep-dp-pp")
     domains = build_leaf_domains(snapshot.nodes, 8, {})
     assert pack_blocks(job_blocks(layout), domains, "node", "first-fit") is None
+
+
+def _regrouped_take(free: list[PodSlot], size: int) -> list[PodSlot]:
+    """What the packer did before ``FreeSlots``: regroup the remaining slots for every unit."""
+    if size == 1:
+        return [free[0]]
+    by_domain: dict[str, list[PodSlot]] = {}
+    for slot in free:
+        by_domain.setdefault(slot.nvlink_domain, []).append(slot)
+    return next(s for s in by_domain.values() if len(s) >= size)[:size]
+
+
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=40),
+    st.integers(1, 3),
+    st.lists(st.integers(1, 3), max_size=40),
+)
+def test_free_slots_take_what_regrouping_took(
+    domains: list[int], unit_pods: int, sizes: list[int]
+) -> None:
+    slots = [
+        PodSlot(
+            node=f"n{i}", position=0, gpus=(0,), spine="s", leaf="l", rack="r",
+            nvlink_domain=f"d{d}",
+        )
+        for i, d in enumerate(domains)
+    ]  # fmt: skip
+    free = FreeSlots(slots, unit_pods)
+    reference = list(slots)
+    for size in (min(s, unit_pods) for s in sizes):
+        if unit_capacity(reference, size) == 0:
+            break  # the packer never asks without room
+        expected = _regrouped_take(reference, size) if unit_pods > 1 else reference[:size]
+        assert free.take(size) == expected
+        for slot in expected:
+            reference.remove(slot)
+        assert free.units == unit_capacity(reference, unit_pods)
