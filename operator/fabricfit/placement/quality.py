@@ -164,7 +164,8 @@ def crosses_rail_group(group: Sequence[int], ranks: Sequence[GpuSlot]) -> bool:
     return None in rail_groups or len(rail_groups) > 1
 
 
-def _domain_of(tier: str) -> Callable[[NodeInfo], str]:
+def domain_of(tier: str) -> Callable[[NodeInfo], str]:
+    """The key of a node's domain at ``tier`` (one of ``TIERS``)."""
     keys: dict[str, Callable[[NodeInfo], str]] = {
         "node": lambda n: n.name,
         "nvlink_domain": lambda n: n.place.nvlink_domain or n.name,
@@ -196,7 +197,7 @@ def measure_fragmentation(
     ]  # fmt: skip
     tiers = []
     for tier in TIERS:
-        key = _domain_of(tier)
+        key = domain_of(tier)
         free_in: dict[str, int] = {}
         whole: dict[str, bool] = {}
         windows: dict[str, list[int]] = {}

@@ -14,7 +14,11 @@ Theory of operation
    than the cheapest Kueue candidate that passed the filters: if the best by score does (the
    small-weight plugins can outvote a few percent of communication), the best-scored candidate
    at or under that peer's time wins.
-5. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
+5. Break ties for the jobs behind: among the candidates that predict exactly the chosen one's
+   step communication, take the one that leaves the most free capacity whole (least
+   ``packing`` loss: best fit at the node, then the NVLink domain, rail group and spine whose
+   entirely free nodes it breaks). It never changes the job's own predicted communication.
+6. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
    scores and a reason for each unmet preference.
 
 The function never mutates its inputs and reads no clock, so the same snapshot and request give
@@ -23,6 +27,7 @@ the same decision (candidate order and tie-breaks are fixed).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +53,7 @@ from fabricfit.placement.feasibility import (
 )
 from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
+from fabricfit.placement.packing import FreeCapacity, free_capacity, packing_loss
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.peers.kueue_bestfit import LEVELS as PEER_LEVELS
 from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
@@ -61,6 +67,7 @@ SATURATED_SCORE = 99.95
 PEER_LABEL = "kueue-bestfit (the peer's placement)"  # preferred rail group, Kueue's usual
 PEER_PREFIX = "kueue-bestfit ("  # every Kueue candidate's label starts so
 PEER_TOLERANCE = 1e-9  # relative: float noise between equal placements is not "worse"
+COMM_TIE = PEER_TOLERANCE  # relative: only plans of equal predicted communication tie
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +124,8 @@ def plan_placement(
         domains=problem.domains,
         lower_bound=model.lower_bound(),
     )
-    decision = _search(problem, Scorer(ctx, plugins, model), fabric, move_budget)
+    free = free_capacity(snapshot, reservations)
+    decision = _search(problem, Scorer(ctx, plugins, model), free, fabric, move_budget)
     return replace(decision, spares=spares)
 
 
@@ -193,7 +201,7 @@ def _problem(
 
 
 def _search(
-    problem: _Problem, scorer: Scorer, fabric: str, move_budget: int | None
+    problem: _Problem, scorer: Scorer, free: FreeCapacity, fabric: str, move_budget: int | None
 ) -> PlacementDecision:
     """Score every candidate, hill-climb the best, build the decision."""
     candidates = list(
@@ -216,7 +224,8 @@ def _search(
         budget = 0  # already at the lower bound: no move can shorten communication
     movable = [u[0] for b in problem.blocks for u in b if len(u) == 1]
     best, _ = improve(scorer, scored[0], problem.domains, movable, budget)
-    return _decision(_no_worse_than_peer(best, scored), scorer, problem.layout, fabric)
+    chosen = _best_packed(_no_worse_than_peer(best, scored), scored, free, problem.layout)
+    return _decision(chosen, scorer, problem.layout, fabric)
 
 
 def _peer_candidates(problem: _Problem) -> list[PlanCandidate]:
@@ -234,16 +243,32 @@ def _peer_candidates(problem: _Problem) -> list[PlanCandidate]:
     return out
 
 
+def _peer_limit(scored: Sequence[Scored]) -> float:
+    """The step communication of the cheapest Kueue candidate (with float noise), or infinity."""
+    peers = [s.predicted_seconds for s in scored if s.label.startswith(PEER_PREFIX)]
+    return min(peers) * (1.0 + PEER_TOLERANCE) if peers else math.inf
+
+
 def _no_worse_than_peer(best: Scored, scored: Sequence[Scored]) -> Scored:
     """``best`` unless it predicts more communication than the cheapest Kueue candidate; then
     the best-scored candidate that does not (that peer itself at worst)."""
-    peers = [s for s in scored if s.label.startswith(PEER_PREFIX)]
-    if not peers:
-        return best
-    limit = min(p.predicted_seconds for p in peers) * (1.0 + PEER_TOLERANCE)
+    limit = _peer_limit(scored)
     if best.predicted_seconds <= limit:
         return best
     return min((s for s in scored if s.predicted_seconds <= limit), key=Scored.sort_key)
+
+
+def _best_packed(
+    chosen: Scored, scored: Sequence[Scored], free: FreeCapacity, layout: RankLayout
+) -> Scored:
+    """Among ``chosen`` and the candidates that predict the same step communication (up to
+    ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one with the least packing
+    loss (``packing``); equal losses keep the score order, ``chosen`` first."""
+    limit = min(chosen.predicted_seconds * (1.0 + COMM_TIE), _peer_limit(scored))
+    ties = [chosen, *(s for s in scored if s is not chosen and s.predicted_seconds <= limit)]
+    if len(ties) == 1:
+        return chosen
+    return min(ties, key=lambda s: packing_loss(free, s.evaluated.slots, layout.gpus_per_pod))
 
 
 def profile_name(profile: FabricProfile) -> str:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabricfit.api.models import Parallelism
 from fabricfit.fabric.profiles import get_profile
+from fabricfit.placement import search
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.search import plan_placement
 from unit.placement.clusters import make_cluster
@@ -81,3 +83,16 @@ def test_plans_respect_hard_constraints(case: tuple[object, ...]) -> None:
     assert 0.0 < decision.efficiency <= 1.0
     bound = decision.lower_bound.step_comm_seconds
     assert bound <= decision.predicted.step_comm_seconds * (1 + 1e-9)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_the_packing_tie_break_keeps_the_predicted_communication(case: tuple[object, ...]) -> None:
+    snapshot, request, reservations = case
+    packed = plan_placement(snapshot, request, PROFILE, reservations=reservations)  # type: ignore[arg-type]
+    with patch.object(search, "_best_packed", lambda chosen, *_: chosen):
+        unpacked = plan_placement(snapshot, request, PROFILE, reservations=reservations)  # type: ignore[arg-type]
+    assert packed.feasible == unpacked.feasible
+    if packed.predicted is not None and unpacked.predicted is not None:
+        packed_s = packed.predicted.step_comm_seconds
+        assert packed_s <= unpacked.predicted.step_comm_seconds * (1 + 1e-9)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import pytest
 
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement import search
 from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.search import plan_placement
@@ -176,3 +179,22 @@ def test_half_node_pods_prefer_whole_free_nodes_over_scattered_halves() -> None:
     assert len(set(decision.pods)) == 4
     assert {_rail_group(snapshot, n) for n in decision.pods} == {"s0/rg1"}
     assert decision.efficiency == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_one_pod_job_takes_the_tightest_node_whatever_its_rail_group() -> None:
+    # rg0: n001 has 4 GPUs free, the rest whole; rg1 (fewer free 2-GPU slots) has four nodes
+    # with 6 free. Every node prices the job the same; n001 is the best fit.
+    used = {"n001": 4, "n004": 2, "n005": 2, "n006": 2, "n007": 2}
+    snapshot = make_cluster(rail_groups_per_spine=2, nodes_per_rail_group=4, used=used)
+    decision = _plan(snapshot, gpus_per_pod=2, data=2)
+    assert decision.pods == ("n001",)
+
+
+def test_the_packing_tie_break_never_changes_the_predicted_communication() -> None:
+    used = {"n001": 4, "n004": 2, "n005": 2, "n006": 2, "n007": 2}
+    snapshot = make_cluster(rail_groups_per_spine=2, nodes_per_rail_group=4, used=used)
+    packed = _plan(snapshot, gpus_per_pod=2, data=2)
+    with patch.object(search, "_best_packed", lambda chosen, *_: chosen):
+        unpacked = _plan(snapshot, gpus_per_pod=2, data=2)
+    assert packed.pods != unpacked.pods
+    assert packed.predicted == unpacked.predicted
