@@ -56,22 +56,24 @@ def free_capacity(
     snapshot: ClusterSnapshot, reservations: Mapping[str, int] = NO_RESERVATIONS
 ) -> FreeCapacity:
     """The free capacity of ``snapshot``'s available nodes per domain of every packing tier."""
-    keys = [domain_of(tier) for tier in PACKING_TIERS]
-    per_domain: list[Counter[str]] = [Counter() for _ in PACKING_TIERS]
+    node_key, *wider_keys = [domain_of(tier) for tier in PACKING_TIERS]
+    per_node: dict[str, int] = {}
+    wider: list[dict[str, int]] = [{} for _ in wider_keys]
     domains_of: dict[str, tuple[str, ...]] = {}
     whole: dict[str, int] = {}
     for node in snapshot.nodes:
         if not node.available or node.gpus <= 0:
             continue
         free = free_after_reservations(node, reservations)
-        domains = tuple(key(node) for key in keys)
+        entire = node.gpus if free == node.gpus else 0
+        domains = (node_key(node), *(key(node) for key in wider_keys))
         domains_of[node.name] = domains
-        whole[node.name] = node.gpus if free == node.gpus else 0
-        per_domain[0][domains[0]] += free
-        for counter, domain in zip(per_domain[1:], domains[1:], strict=True):
-            counter[domain] += whole[node.name]
+        whole[node.name] = entire
+        per_node[domains[0]] = per_node.get(domains[0], 0) + free
+        for tier, domain in enumerate(domains[1:]):
+            wider[tier][domain] = wider[tier].get(domain, 0) + entire
     return FreeCapacity(
-        per_domain=tuple(MappingProxyType(dict(c)) for c in per_domain),
+        per_domain=tuple(MappingProxyType(c) for c in (per_node, *wider)),
         domains_of=MappingProxyType(domains_of),
         whole=MappingProxyType(whole),
     )

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from types import MappingProxyType
 
 from fabricfit.fabric.profiles import FabricProfile
@@ -124,8 +125,8 @@ def plan_placement(
         domains=problem.domains,
         lower_bound=model.lower_bound(),
     )
-    free = free_capacity(snapshot, reservations)
-    decision = _search(problem, Scorer(ctx, plugins, model), free, fabric, move_budget)
+    census = partial(free_capacity, snapshot, reservations)  # only when candidates tie
+    decision = _search(problem, Scorer(ctx, plugins, model), census, fabric, move_budget)
     return replace(decision, spares=spares)
 
 
@@ -201,7 +202,11 @@ def _problem(
 
 
 def _search(
-    problem: _Problem, scorer: Scorer, free: FreeCapacity, fabric: str, move_budget: int | None
+    problem: _Problem,
+    scorer: Scorer,
+    census: Callable[[], FreeCapacity],
+    fabric: str,
+    move_budget: int | None,
 ) -> PlacementDecision:
     """Score every candidate, hill-climb the best, build the decision."""
     candidates = list(
@@ -224,7 +229,7 @@ def _search(
         budget = 0  # already at the lower bound: no move can shorten communication
     movable = [u[0] for b in problem.blocks for u in b if len(u) == 1]
     best, _ = improve(scorer, scored[0], problem.domains, movable, budget)
-    chosen = _best_packed(_no_worse_than_peer(best, scored), scored, free, problem.layout)
+    chosen = _best_packed(_no_worse_than_peer(best, scored), scored, census, problem.layout)
     return _decision(chosen, scorer, problem.layout, fabric)
 
 
@@ -259,7 +264,10 @@ def _no_worse_than_peer(best: Scored, scored: Sequence[Scored]) -> Scored:
 
 
 def _best_packed(
-    chosen: Scored, scored: Sequence[Scored], free: FreeCapacity, layout: RankLayout
+    chosen: Scored,
+    scored: Sequence[Scored],
+    census: Callable[[], FreeCapacity],
+    layout: RankLayout,
 ) -> Scored:
     """Among ``chosen`` and the candidates that predict the same step communication (up to
     ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one with the least packing
@@ -268,6 +276,7 @@ def _best_packed(
     ties = [chosen, *(s for s in scored if s is not chosen and s.predicted_seconds <= limit)]
     if len(ties) == 1:
         return chosen
+    free = census()
     return min(ties, key=lambda s: packing_loss(free, s.evaluated.slots, layout.gpus_per_pod))
 
 
