@@ -4,9 +4,12 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/simulate.py            # both traces, three fabrics
     .venv/bin/python benchmarks/simulate.py --quick    # the small trace only
+    .venv/bin/python benchmarks/simulate.py --seed 17  # also published-mix drawn with seed 17
 
 Inputs are ``benchmarks/traces/`` (``generate.py`` writes the node dump and the generated trace
-from published job-size figures; ``small.yaml`` is hand-written). Each trace is replayed on the
+from published job-size figures; ``small.yaml`` is hand-written); ``--seed N`` (repeatable) adds
+the generated mix drawn with another seed, made in memory by the same ``published_mix``, so a
+change is not judged on one draw only. Each trace is replayed on the
 64-node DGX-H100 cluster once per fabric (``dgx-h100`` full bisection, ``h100-leaf-spine-2to1``,
 ``h100-rail-only``) and per placer by the pure simulation (``fabricfit.placement.simulation``,
 the same code as ``fabricfit simulate``), so every figure is the cost model's prediction, not a
@@ -18,6 +21,7 @@ job that fits in one rail group (time-weighted mean / minimum), and the replay's
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,12 +38,20 @@ FABRICS = ("dgx-h100", "h100-leaf-spine-2to1", "h100-rail-only")
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the small trace only")
+    parser.add_argument(
+        "--seed", type=int, action="append", default=[], help="also the mix drawn with this seed"
+    )
     args = parser.parse_args(argv)
     nodes = load_objects(decode_text((TRACES / "nodes-h100-64.yaml").read_bytes()))
     snapshot = build_snapshot(nodes, [], scheme="native")
     traces = ["small.yaml"] if args.quick else ["small.yaml", "published-mix.yaml"]
-    for trace_name in traces:
-        jobs = parse_trace(load_objects(decode_text((TRACES / trace_name).read_bytes()))[0])
+    documents = {
+        name: load_objects(decode_text((TRACES / name).read_bytes()))[0] for name in traces
+    }
+    for seed in args.seed:
+        documents[f"published-mix seed {seed}"] = _published_mix(seed)
+    for trace_name, document in documents.items():
+        jobs = parse_trace(document)
         for fabric in FABRICS:
             profile = get_profile(fabric)
             print(f"\ntrace {trace_name} ({len(jobs)} jobs), fabric {fabric}, 64 nodes / 512 GPUs")
@@ -63,6 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
     return 0
+
+
+def _published_mix(seed: int) -> object:
+    """The generated trace drawn with ``seed`` (``traces/generate.py``, not written to disk)."""
+    sys.path.insert(0, str(TRACES))
+    import generate  # it puts hack/ on sys.path, so only when asked for
+
+    return generate.published_mix(seed=seed)
 
 
 if __name__ == "__main__":
