@@ -14,10 +14,10 @@ Theory of operation
    than the cheapest Kueue candidate that passed the filters: if the best by score does (the
    small-weight plugins can outvote a few percent of communication), the best-scored candidate
    at or under that peer's time wins.
-5. Break ties for the jobs behind: among the candidates that predict exactly the chosen one's
-   step communication, take the one that leaves the most free capacity whole (least
+5. Break ties for the jobs behind: among the chosen candidate and those that predict no more
+   step communication than it, take the one that leaves the most free capacity whole (least
    ``packing`` loss: best fit at the node, then the NVLink domain, rail group and spine whose
-   entirely free nodes it breaks). It never changes the job's own predicted communication.
+   entirely free nodes it breaks). The job's own predicted communication never grows.
 6. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
    scores and a reason for each unmet preference.
 
@@ -68,7 +68,7 @@ SATURATED_SCORE = 99.95
 PEER_LABEL = "kueue-bestfit (the peer's placement)"  # preferred rail group, Kueue's usual
 PEER_PREFIX = "kueue-bestfit ("  # every Kueue candidate's label starts so
 PEER_TOLERANCE = 1e-9  # relative: float noise between equal placements is not "worse"
-COMM_TIE = PEER_TOLERANCE  # relative: only plans of equal predicted communication tie
+COMM_TIE = PEER_TOLERANCE  # relative: a tie is no more communication than float noise
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,9 +269,10 @@ def _best_packed(
     census: Callable[[], FreeCapacity],
     layout: RankLayout,
 ) -> Scored:
-    """Among ``chosen`` and the candidates that predict the same step communication (up to
+    """Among ``chosen`` and the candidates that predict no more step communication (up to
     ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one with the least packing
-    loss (``packing``); equal losses keep the score order, ``chosen`` first."""
+    loss (``packing``); equal losses keep the score order, ``chosen`` first. A cheaper
+    candidate can be in the set: the score order weighs the small plugins too."""
     limit = min(chosen.predicted_seconds * (1.0 + COMM_TIE), _peer_limit(scored))
     ties = [chosen, *(s for s in scored if s is not chosen and s.predicted_seconds <= limit)]
     if len(ties) == 1:
