@@ -21,33 +21,13 @@ from helpers import kueue
 from helpers.admission import bound_at, check_active, check_state, seconds
 from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
 from helpers.kueue import checked_queue
+from helpers.lws import LWS, bound_pods, leader_worker_set
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("kueue", "lws")
 
-LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
-GATE = "fabricfit.dev/placement"
-GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
-WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 GROUPS, SIZE = 2, 2
-
-
-def leader_worker_set(name: str, queue: str) -> dict[str, Any]:
-    pod = {"spec": {
-        "schedulingGates": [{"name": GATE}],
-        "containers": [{"name": "serve", "image": "example.invalid/serve:1",
-                        "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
-    }}  # fmt: skip
-    return {
-        "apiVersion": f"{LWS[0]}/{LWS[1]}",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": name, "labels": {kueue.QUEUE_LABEL: queue}},
-        "spec": {
-            "replicas": GROUPS,
-            "leaderWorkerTemplate": {"size": SIZE, "leaderTemplate": pod, "workerTemplate": pod},
-        },
-    }
 
 
 def group_workloads(custom: Any, namespace: str, uid: str) -> list[dict[str, Any]]:
@@ -78,23 +58,15 @@ def test_a_queued_lws_is_placed_whole_once_kueue_reserves_every_group(
                                        "kind": "LeaderWorkerSet", "name": "serve"}  # fmt: skip
         custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
         owner = custom.create_namespaced_custom_object(
-            *LWS[:2], namespace, LWS[2], leader_worker_set("serve", queue)
+            *LWS[:2], namespace, LWS[2], leader_worker_set("serve", GROUPS, SIZE, queue=queue)
         )
         uid = owner["metadata"]["uid"]
 
-        def bound() -> dict[int, Any] | None:
-            pods = core.list_namespaced_pod(
-                namespace, label_selector="leaderworkerset.sigs.k8s.io/name=serve"
-            ).items
-            live = [p for p in pods if p.metadata.deletion_timestamp is None]
-            ranks = {
-                int(p.metadata.labels[GROUP_INDEX]) * SIZE + int(p.metadata.labels[WORKER_INDEX]): p
-                for p in live
-            }
-            done = len(ranks) == len(live) == GROUPS * SIZE and all(p.spec.node_name for p in live)
-            return ranks if done else None
-
-        pods = wait_for(bound, timeout_seconds=120, what="the LeaderWorkerSet's 4 pods bound")
+        pods = wait_for(
+            lambda: bound_pods(core, namespace, "serve", GROUPS, SIZE),
+            timeout_seconds=120,
+            what="the LeaderWorkerSet's 4 pods bound",
+        )
         wall = time.monotonic() - started
         tt = wait_condition(custom, namespace, "serve", "Placed", "True")
         workloads = group_workloads(custom, namespace, uid)

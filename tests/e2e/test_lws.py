@@ -28,36 +28,12 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
+from helpers.lws import LWS, bound_pods, leader_worker_set, live_pods
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
 from unit.reconcile.fakeapi import merge
 
 pytestmark = pytest.mark.controllers("lws")
-
-LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
-GATE = "fabricfit.dev/placement"
-GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
-WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
-
-
-def leader_worker_set(
-    name: str, pool: str, groups: int, size: int, *, gated: bool = True
-) -> dict[str, Any]:
-    pod = {"spec": {
-        "schedulingGates": [{"name": GATE}] if gated else [],
-        "nodeSelector": {POOL_LABEL: pool},
-        "containers": [{"name": "serve", "image": "example.invalid/serve:1",
-                        "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
-    }}  # fmt: skip
-    return {
-        "apiVersion": f"{LWS[0]}/{LWS[1]}",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": groups,
-            "leaderWorkerTemplate": {"size": size, "leaderTemplate": pod, "workerTemplate": pod},
-        },
-    }
 
 
 def test_lws_pods_made_by_the_real_controller_land_where_planned(
@@ -65,7 +41,7 @@ def test_lws_pods_made_by_the_real_controller_land_where_planned(
 ) -> None:
     make_pool(core, "lws", rail_groups_per_spine=2, nodes_per_rail_group=4)
     custom.create_namespaced_custom_object(
-        *LWS[:2], namespace, LWS[2], leader_worker_set("serve", "lws", groups=2, size=3)
+        *LWS[:2], namespace, LWS[2], leader_worker_set("serve", 2, 3, pool="lws")
     )
     spec = topology("serve", "", {"tensor": 8, "pipeline": 3, "data": 2})
     spec["spec"]["workloadRef"] = {"apiVersion": "leaderworkerset.x-k8s.io/v1",
@@ -73,17 +49,9 @@ def test_lws_pods_made_by_the_real_controller_land_where_planned(
     custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
 
     plan = planned(wait_condition(custom, namespace, "serve", "Placed", "True", timeout=120))
-    selector = "leaderworkerset.sigs.k8s.io/name=serve"
 
     def bound() -> dict[int, Any] | None:
-        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-        live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        ranks = {
-            int(p.metadata.labels[GROUP_INDEX]) * 3 + int(p.metadata.labels[WORKER_INDEX]): p
-            for p in live
-        }
-        done = len(live) == 6 and len(ranks) == 6 and all(p.spec.node_name for p in live)
-        return ranks if done else None
+        return bound_pods(core, namespace, "serve", 2, 3)
 
     pods = wait_for(bound, timeout_seconds=90, what="the six LWS pods bound")
     assert {rank: p.spec.node_name for rank, p in pods.items()} == dict(enumerate(plan))
@@ -93,15 +61,11 @@ def test_lws_pods_made_by_the_real_controller_land_where_planned(
     assert owners == {"StatefulSet"}
 
 
-def live_lws_pods(core: Any, namespace: str, name: str, size: int) -> dict[int, Any]:
-    pods = core.list_namespaced_pod(
-        namespace, label_selector=f"leaderworkerset.sigs.k8s.io/name={name}"
-    ).items
-    return {
-        int(p.metadata.labels[GROUP_INDEX]) * size + int(p.metadata.labels[WORKER_INDEX]): p
-        for p in pods
-        if p.metadata.deletion_timestamp is None
-    }
+def hold(custom: Any, cluster_queue: str, policy: str | None) -> None:
+    """Set the ClusterQueue's stopPolicy (Hold: Kueue admits nothing new; None: it resumes)."""
+    custom.patch_cluster_custom_object(
+        kueue.GROUP, kueue.VERSION, "clusterqueues", cluster_queue, {"spec": {"stopPolicy": policy}}
+    )
 
 
 @pytest.mark.controllers("kueue", "lws")
@@ -123,9 +87,11 @@ def test_a_queued_lws_in_kueue_tas_mode_is_created_with_fabricfits_annotations(
                                        "kind": "LeaderWorkerSet", "name": "tas"}  # fmt: skip
         custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
         wait_condition(custom, namespace, "tas", "Planned", "True")
-        # Created without them first: fabricfit does not patch it, and says what it lacks.
-        body = leader_worker_set("tas", "lwstas", groups=2, size=2, gated=False)
-        body["metadata"]["labels"] = {kueue.QUEUE_LABEL: queue}
+        # Created without them first: fabricfit does not patch it, and says what it lacks. (The
+        # queue is held meanwhile, so Kueue does not start this first one: its pods would take
+        # the GPUs fabricfit's plan is about.)
+        hold(custom, queue, "Hold")
+        body = leader_worker_set("tas", 2, 2, pool="lwstas", gated=False, queue=queue)
         custom.create_namespaced_custom_object(*LWS[:2], namespace, LWS[2], body)
 
         def missing() -> str | None:
@@ -139,16 +105,16 @@ def test_a_queued_lws_in_kueue_tas_mode_is_created_with_fabricfits_annotations(
         assert first["metadata"]["generation"] == 1  # never patched
         # Created again as told: Kueue's Workloads carry the topology request from the start.
         custom.delete_namespaced_custom_object(*LWS[:2], namespace, LWS[2], "tas")
-        wait_for(lambda: not live_lws_pods(core, namespace, "tas", 2),
+        wait_for(lambda: not live_pods(core, namespace, "tas", 2),
                  what="the first LWS's pods to go")  # fmt: skip
+        hold(custom, queue, None)
         custom.create_namespaced_custom_object(*LWS[:2], namespace, LWS[2], merge(body, wanted))
 
-        def bound() -> dict[int, Any] | None:
-            pods = live_lws_pods(core, namespace, "tas", 2)
-            done = len(pods) == 4 and all(p.spec.node_name for p in pods.values())
-            return pods if done else None
-
-        pods = wait_for(bound, timeout_seconds=120, what="the LWS's 4 pods bound by Kueue TAS")
+        pods = wait_for(
+            lambda: bound_pods(core, namespace, "tas", 2, 2),
+            timeout_seconds=120,
+            what="the LWS's 4 pods bound by Kueue TAS",
+        )
 
     templates = wanted["spec"]["leaderWorkerTemplate"]
     annotations = templates["workerTemplate"]["metadata"]["annotations"]
