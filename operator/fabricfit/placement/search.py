@@ -15,9 +15,10 @@ Theory of operation
    small-weight plugins can outvote a few percent of communication), the best-scored candidate
    at or under that peer's time wins.
 5. Break ties for the jobs behind: among the chosen candidate and those that predict no more
-   step communication than it, take the one that leaves the most free capacity whole (least
-   ``packing`` loss: best fit at the node, then the NVLink domain, rail group and spine whose
-   entirely free nodes it breaks). The job's own predicted communication never grows.
+   step communication than it, take the one that sends the fewest bytes across the spine,
+   then the one that leaves the most free capacity whole (least ``packing`` loss: best fit at
+   the node, then the NVLink domain, rail group and spine whose entirely free nodes it
+   breaks). The job's own predicted communication never grows.
 6. Report pod→node, rank→(node, GPU), groups, predicted and lower-bound step times, plugin
    scores and a reason for each unmet preference.
 
@@ -270,15 +271,23 @@ def _best_packed(
     layout: RankLayout,
 ) -> Scored:
     """Among ``chosen`` and the candidates that predict no more step communication (up to
-    ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one with the least packing
-    loss (``packing``); equal losses keep the score order, ``chosen`` first. A cheaper
-    candidate can be in the set: the score order weighs the small plugins too."""
+    ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one that sends the fewest
+    bytes across the spine (on a full-bisection fabric crossing it costs nothing in the model,
+    but it is traffic on shared links the job did not need), then the least packing loss
+    (``packing``); equal keys keep the score order, ``chosen`` first. A cheaper candidate can
+    be in the set: the score order weighs the small plugins too."""
     limit = min(chosen.predicted_seconds * (1.0 + COMM_TIE), _peer_limit(scored))
     ties = [chosen, *(s for s in scored if s is not chosen and s.predicted_seconds <= limit)]
     if len(ties) == 1:
         return chosen
     free = census()
-    return min(ties, key=lambda s: packing_loss(free, s.evaluated.slots, layout.gpus_per_pod))
+    return min(
+        ties,
+        key=lambda s: (
+            round(s.evaluated.predicted.spine_bytes_per_step),
+            packing_loss(free, s.evaluated.slots, layout.gpus_per_pod),
+        ),
+    )
 
 
 def profile_name(profile: FabricProfile) -> str:

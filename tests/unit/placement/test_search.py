@@ -198,3 +198,20 @@ def test_the_packing_tie_break_never_changes_the_predicted_communication() -> No
         unpacked = _plan(snapshot, gpus_per_pod=2, data=2)
     assert packed.pods != unpacked.pods
     assert packed.predicted == unpacked.predicted
+
+
+def test_the_tie_break_does_not_cross_the_spine_to_pack_tighter() -> None:
+    # A fragmented two-spine cluster (a seeded draw where this bit): three 4-GPU pods fit one
+    # spine, or pack tighter across both for the same predicted time (within COMM_TIE). The
+    # tie-break takes the plan that sends no byte over the spine; packing comes second.
+    used = {"n000": 4, "n001": 4, "n004": 8, "n005": 4, "n006": 8, "n008": 2, "n010": 2,
+            "n011": 8, "n012": 8, "n013": 8, "n014": 8, "n015": 2, "n016": 8, "n017": 4,
+            "n018": 2, "n019": 4, "n021": 2, "n023": 2, "n024": 4, "n026": 4, "n027": 2,
+            "n030": 4, "n031": 8}  # fmt: skip
+    snapshot = make_cluster(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=8, used=used)
+    decision = _plan(snapshot, gpus_per_pod=4, tensor=4, data=3)
+    assert decision.predicted is not None and decision.predicted.spine_bytes_per_step == 0.0
+    with patch.object(search, "_best_packed", lambda chosen, *_: chosen):
+        unpacked = _plan(snapshot, gpus_per_pod=4, tensor=4, data=3)
+    assert unpacked.predicted is not None
+    assert decision.predicted.step_comm_seconds <= unpacked.predicted.step_comm_seconds
