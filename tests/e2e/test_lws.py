@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from devcluster.memapi import merge
 from helpers import kueue
 from helpers.cluster import (
     POOL_LABEL,
@@ -31,7 +32,6 @@ from helpers.cluster import (
 from helpers.lws import LWS, bound_pods, leader_worker_set, live_pods
 from helpers.operator import OperatorProcess
 from helpers.waiting import wait_for
-from unit.reconcile.fakeapi import merge
 
 pytestmark = pytest.mark.controllers("lws")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from devcluster.jsonpatch import PatchError, apply_patch
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, SCHEDULING_GATE, TOPOLOGY_LABEL
 from fabricfit.placement import request_from_spec
@@ -30,7 +31,6 @@ from fabricfit.render.admissioncheck import (
     templates_gated,
     waiting_message,
 )
-from helpers.jsonpatch import PatchError, apply_patch
 
 NOW = "2026-12-03T12:00:00Z"
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "controller": True}

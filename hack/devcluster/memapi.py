@@ -1,4 +1,5 @@
-"""An in-memory stand-in for the API server behind ``kube.rest.Rest``, for shell unit tests.
+"""An in-memory stand-in for the API server behind ``kube.rest.Rest``, for the shell's unit
+tests and ``benchmarks/operator_path.py`` (the real reconcile path without a control plane).
 
 Objects live under their API paths; GET, LIST (with a label selector), create, delete, merge
 patches and JSON patches behave like the API server's for what the operator sends, and every
@@ -13,8 +14,8 @@ import copy
 from collections import Counter
 from typing import Any
 
+from devcluster.jsonpatch import PatchError, apply_patch
 from fabricfit.kube.rest import ApiError
-from helpers.jsonpatch import PatchError, apply_patch
 
 
 def merge(target: Any, patch: Any) -> Any:

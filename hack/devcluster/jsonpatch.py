@@ -1,4 +1,5 @@
-"""A tiny RFC 6902 JSON Patch applier (add, remove, replace, test) for unit tests."""
+"""A tiny RFC 6902 JSON Patch applier (add, remove, replace, test): the in-memory API server
+(``devcluster.memapi``) applies the operator's JSON patches with it, and tests check them."""
 
 import copy
 from typing import Any
