@@ -177,6 +177,12 @@ def node_manifests(fabric: FakeFabric) -> list[dict[str, Any]]:
     return [node_manifest(fabric, pos) for pos in positions(fabric)]
 
 
+def as_ready(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The node as kwok shows it once Ready (for in-memory clusters, where no kwok runs)."""
+    ready = [{"type": "Ready", "status": "True"}]
+    return {**manifest, "status": {**manifest["status"], "conditions": ready}}
+
+
 def create_nodes(core: Any, manifests: Iterable[dict[str, Any]]) -> list[str]:
     """Create (or replace) the nodes; ``core`` is a kubernetes.client.CoreV1Api."""
     from kubernetes.client.exceptions import ApiException

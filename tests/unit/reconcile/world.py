@@ -24,11 +24,7 @@ def pod_path(name: str) -> str:
 
 def nodes() -> list[dict[str, Any]]:
     fabric = fakenodes.FakeFabric(prefix="n", rail_groups_per_spine=2, nodes_per_rail_group=4)
-    found = []
-    for manifest in fakenodes.node_manifests(fabric):
-        ready = [{"type": "Ready", "status": "True"}]
-        found.append(slim_node({**manifest, "status": {**manifest["status"], "conditions": ready}}))
-    return found
+    return [slim_node(fakenodes.as_ready(m)) for m in fakenodes.node_manifests(fabric)]
 
 
 def topology(mode: str = "pinned", pods: int = 2, **spec: Any) -> dict[str, Any]:
