@@ -25,6 +25,11 @@ from fabricfit.fabric.topology import Diagnostic
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
+#: What one pod takes: (node name, GPUs, its diagnostics); no node when it holds nothing.
+Usage = tuple[str | None, int, tuple[Diagnostic, ...]]
+NO_USAGE: Usage = (None, 0, ())
+
+
 def gpus_in_use(pods: Sequence[Any], diagnostics: list[Diagnostic]) -> dict[str, int]:
     """GPUs held per node name by non-terminal bound pods; problems go to ``diagnostics``."""
     used: dict[str, int] = {}
@@ -33,16 +38,22 @@ def gpus_in_use(pods: Sequence[Any], diagnostics: list[Diagnostic]) -> dict[str,
         diagnostics.append(Diagnostic(node="", message=message, severity="error"))
         return used
     for pod in pods:
-        node = str_at(pod, "spec", "nodeName")
-        if not node or str_at(pod, "status", "phase") in TERMINAL_PHASES:
-            continue
-        problems: list[str] = []
-        gpus = pod_gpu_request(pod, problems)
-        for problem in problems:
-            diagnostics.append(Diagnostic(node=node, message=f"pod {_pod_id(pod)}: {problem}"))
-        if gpus:
+        node, gpus, problems = pod_usage(pod)
+        diagnostics.extend(problems)
+        if node is not None and gpus:
             used[node] = used.get(node, 0) + gpus
     return used
+
+
+def pod_usage(pod: object) -> Usage:
+    """The node a non-terminal bound pod holds GPUs on, how many, and what was wrong."""
+    node = str_at(pod, "spec", "nodeName")
+    if not node or str_at(pod, "status", "phase") in TERMINAL_PHASES:
+        return NO_USAGE
+    problems: list[str] = []
+    gpus = pod_gpu_request(pod, problems)
+    found = tuple(Diagnostic(node=node, message=f"pod {_pod_id(pod)}: {p}") for p in problems)
+    return node, gpus, found
 
 
 def pod_gpu_request(pod: object, problems: list[str]) -> int:

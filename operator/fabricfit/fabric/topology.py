@@ -103,6 +103,15 @@ class ClusterSnapshot:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {n.name: n for n in self.nodes})
+        object.__setattr__(self, "_facts_token", object())
+
+    @property
+    def facts_token(self) -> object:
+        """An object that two snapshots share only when every node's facts (all a ``NodeInfo``
+        says but ``free_gpus``) and place are the same objects: what depends on those alone
+        (the fabric vote, tier label keys, detected tiers) may be cached on it. Each snapshot
+        gets its own unless ``fabric.snapshot.FactsMemo`` built it from unchanged nodes."""
+        return self._facts_token  # type: ignore[attr-defined]
 
     def node(self, name: str) -> NodeInfo:
         by_name: dict[str, NodeInfo] = self._by_name  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.snapshot import FactsMemo
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
+from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.inventory import Holding, Ledger, TopologyKey
 from fabricfit.render.record import PlanRecord
@@ -49,7 +50,8 @@ class KueueViews:
 
 @dataclass
 class Views:
-    """Read-only views of kopf's indexes at the time of a handler call."""
+    """Read-only views of kopf's indexes at the time of a handler call. Never edit an object
+    in place: a snapshot takes an object it has seen before as unchanged."""
 
     nodes: list[Mapping[str, Any]]
     pods: list[Mapping[str, Any]]
@@ -81,8 +83,12 @@ class OperatorState:
     # Recent snapshots per label scheme, for the read-only paths (health of running jobs);
     # planning always builds a fresh one under the lock.
     snapshots: dict[str, tuple[float, ClusterSnapshot]] = field(default_factory=dict)
-    # Facts of the nodes the last snapshot read, reused while a node is unchanged.
-    node_facts: FactsMemo = field(default_factory=FactsMemo)
+    # What the last snapshot read, reused while a node or pod is unchanged. The views hand out
+    # the mirrors' and kopf's own slim copies, which an event replaces and nothing edits in
+    # place, so an object seen before is taken as unchanged without comparing it.
+    node_facts: FactsMemo = field(default_factory=lambda: FactsMemo(trust_identity=True))
+    # What planning derives from the nodes' facts alone (fabric vote, tier keys, fingerprint).
+    per_facts: PerFacts = field(default_factory=PerFacts)
     # Per waiting TrainingTopology, the fingerprint of the inputs its last plan did not fit in.
     infeasible: dict[TopologyKey, int] = field(default_factory=dict)
     # Per TrainingTopology, the template patch the API server last refused (reconcile.applying).

@@ -12,6 +12,7 @@ from __future__ import annotations
 from fabricfit.api.conditions import Reason
 from fabricfit.fabric.detection import Detection, describe, detect_tiers
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.draft import StatusDraft
 
 _last: list[tuple[ClusterSnapshot, str, Detection]] = []
@@ -26,7 +27,16 @@ def detection_of(snapshot: ClusterSnapshot, scheme: str) -> Detection:
     return detection
 
 
-def set_topology_condition(draft: StatusDraft, snapshot: ClusterSnapshot, scheme: str) -> None:
-    detection = detection_of(snapshot, scheme)
-    reason = Reason.TIERS_FOUND if detection.found else Reason.NO_TOPOLOGY_LABELS
-    draft.condition(reason, describe(detection))
+def set_topology_condition(
+    draft: StatusDraft, snapshot: ClusterSnapshot, scheme: str, per_facts: PerFacts | None = None
+) -> None:
+    """The condition; with ``per_facts``, worded once while the nodes' facts hold (it names
+    tiers and domains, never free GPUs)."""
+
+    def word() -> tuple[Reason, str]:
+        detection = detection_of(snapshot, scheme)
+        reason = Reason.TIERS_FOUND if detection.found else Reason.NO_TOPOLOGY_LABELS
+        return reason, describe(detection)
+
+    said = per_facts.get(snapshot, ("detected", scheme), word) if per_facts else word()
+    draft.condition(*said)

@@ -34,6 +34,7 @@ from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
+from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render import policy
 from fabricfit.render.record import plan_fields
@@ -51,9 +52,14 @@ class PlanResult:
 def resolve_profile(
     spec: TrainingTopologySpec, snapshot: ClusterSnapshot, state: OperatorState
 ) -> tuple[FabricProfile, str]:
-    """The fabric this job is priced on and why: the policy ``fabricfit plan`` shares."""
+    """The fabric this job is priced on and why: the policy ``fabricfit plan`` shares (a vote
+    of the nodes' facts, taken once while they hold)."""
     config = state.config
-    return policy.choose_fabric(spec, snapshot, config.default_fabric, catalog=config.catalog)
+
+    def choose() -> tuple[FabricProfile, str]:
+        return policy.choose_fabric(spec, snapshot, config.default_fabric, catalog=config.catalog)
+
+    return state.per_facts.get(snapshot, ("fabric", spec.fabric), choose)
 
 
 def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
@@ -128,23 +134,31 @@ async def write_status(run: Run) -> None:
 
 
 def capacity_fingerprint(
-    snapshot: ClusterSnapshot, held: Mapping[str, int], request: object
+    snapshot: ClusterSnapshot,
+    held: Mapping[str, int],
+    request: object,
+    *,
+    per_facts: PerFacts | None = None,
 ) -> int:
-    """A hash of everything a plan depends on: nodes (capacity, health, place, labels, taints),
-    other plans' holds, and the request. Equal fingerprints give equal plans."""
-    nodes = tuple(
-        (
-            n.name,
-            n.gpus,
-            n.free_gpus,
-            n.available,
-            n.place,
-            n.taints,
-            tuple(sorted(n.labels.items())),
-        )
-        for n in snapshot.nodes
+    """A hash of everything a plan depends on: nodes (capacity, health, place, labels, taints,
+    free GPUs), other plans' holds, and the request. Equal fingerprints give equal plans. The
+    nodes' part but free GPUs is hashed once per facts token when ``per_facts`` is given."""
+    static = (
+        per_facts.get(snapshot, "fingerprint", lambda: _facts_hash(snapshot))
+        if per_facts is not None
+        else _facts_hash(snapshot)
     )
-    return hash((nodes, tuple(sorted(held.items())), request))
+    free = tuple(n.free_gpus for n in snapshot.nodes)
+    return hash((static, free, tuple(sorted(held.items())), request))
+
+
+def _facts_hash(snapshot: ClusterSnapshot) -> int:
+    return hash(
+        tuple(
+            (n.name, n.gpus, n.available, n.place, n.taints, tuple(sorted(n.labels.items())))
+            for n in snapshot.nodes
+        )
+    )
 
 
 def _inputs(
@@ -167,7 +181,8 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
     state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
         snapshot, request, profile, held = _inputs(run, target)
-        inputs = capacity_fingerprint(snapshot, held, (draft.generation, repr(request), profile))
+        why = (draft.generation, repr(request), profile)
+        inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
         if state.infeasible.get(key) == inputs:
             return None  # nothing changed since this job last did not fit: don't plan again
         decision = plan_placement(snapshot, request, profile, reservations=held)

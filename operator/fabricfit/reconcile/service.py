@@ -207,9 +207,9 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
             raise _StopError
         target, may_pin = admitted.target, admitted.ready
     scheme = planning.scheme_of(spec, run.state)
-    set_topology_condition(
-        run.draft, planning.recent_snapshot(run.state, run.views_of, scheme), scheme
-    )
+    state = run.state
+    recent = planning.recent_snapshot(state, run.views_of, scheme)
+    set_topology_condition(run.draft, recent, scheme, state.per_facts)
     plan, snapshot = await _ensure_plan(run, target, found)
     if target.workload is None:
         ref = target.ref
@@ -219,8 +219,8 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
         raise _StopError
     uid = str((body.get("metadata") or {}).get("uid") or "")
     await computedomain.settle_compute_domain(run, target, plan, snapshot, uid)
-    intent = decide_intent(target, plan, snapshot, scheme)
-    state = run.state
+    tiers = state.per_facts.get(snapshot, ("tiers", scheme), lambda: tier_keys(snapshot, scheme))
+    intent = decide_intent(target, plan, snapshot, scheme, tiers)
     retry_after = state.config.resync_seconds * applying.REFUSAL_RETRY_FRACTION
     applied = await applying.apply_to_workload(
         state.rest,
@@ -277,10 +277,11 @@ async def _ensure_plan(
     if step is PlanStep.KEEP:
         # A started job is never moved; lost pods are re-placed (under the lock, freshly).
         return current, planning.recent_snapshot(state, run.views_of, scheme)
-    views = run.views_of()
-    snapshot = planning.fresh_snapshot(state, views, scheme)
-    if step is PlanStep.RECHECK and planning.plan_still_fits(run, target, views, snapshot):
-        return current, snapshot
+    if step is PlanStep.RECHECK:
+        views = run.views_of()
+        snapshot = planning.fresh_snapshot(state, views, scheme)
+        if planning.plan_still_fits(run, target, views, snapshot):
+            return current, snapshot
     try:
         result = await planning.plan_and_reserve(run, target)
     except ProfileError as err:  # the fabric choice: unknown name, refused profile file
@@ -293,13 +294,23 @@ async def _ensure_plan(
     return result.decision.pods, result.snapshot
 
 
+def tier_keys(snapshot: ClusterSnapshot, scheme: str) -> dict[str, str]:
+    """The node label key of each topology tier the cluster's label scheme uses."""
+    return tier_label_keys(scheme, [n.labels for n in snapshot.nodes])
+
+
 def decide_intent(
-    target: Target, plan: tuple[str, ...], snapshot: ClusterSnapshot, scheme: str
+    target: Target,
+    plan: tuple[str, ...],
+    snapshot: ClusterSnapshot,
+    scheme: str,
+    tiers: Mapping[str, str] | None = None,
 ) -> Intent:
     """What the workload's templates must carry for ``plan`` (pure): the rail-group key for
-    the pod affinity and, in kueue-tas mode, Kueue's topology annotations."""
+    the pod affinity and, in kueue-tas mode, Kueue's topology annotations (``tiers``: the
+    ``tier_keys`` of the snapshot when the caller has them already)."""
     spec = target.spec
-    tiers = tier_label_keys(scheme, [n.labels for n in snapshot.nodes])
+    tiers = tier_keys(snapshot, scheme) if tiers is None else tiers
     if spec.placement.mode != "kueue-tas":
         return Intent(plan, tiers.get("rail_group"), {})
     layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
