@@ -17,7 +17,8 @@ left is the operator's own CPU:
   the watch would); then one resync of every small job (its plan re-checked, not remade).
 
 Per reconcile it reports wall-clock (``time.perf_counter``) and CPU (``time.process_time``)
-seconds, and the process's peak RSS (``VmHWM`` of ``/proc/self/status``; it includes the
+seconds (with the garbage collector tuned and the start-up listing frozen as ``fabricfit run``
+does), and the process's peak RSS (``VmHWM`` of ``/proc/self/status``; it includes the
 in-memory API server's copies of every object, which the operator does not hold). ``--profile``
 runs the burst and the 8,192-GPU job under cProfile and prints the top entries.
 
@@ -32,6 +33,7 @@ import asyncio
 import contextlib
 import copy
 import cProfile
+import gc
 import io
 import pstats
 import statistics
@@ -50,6 +52,7 @@ from demo.workloads import plan_tenants, tenant_manifest  # noqa: E402
 from devcluster import fakenodes, scale  # noqa: E402
 from devcluster.memapi import FakeApi  # noqa: E402
 from fabricfit.api.constants import GROUP, PLURAL, VERSION  # noqa: E402
+from fabricfit.cli import run  # noqa: E402
 from fabricfit.handlers.common import views_from  # noqa: E402
 from fabricfit.kube.rest import path_for  # noqa: E402
 from fabricfit.reconcile import planning, service  # noqa: E402
@@ -94,6 +97,7 @@ class Cluster:
     state: OperatorState
     pods_index: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     tt_index: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    watches: list[asyncio.Task[None]] = field(default_factory=list)
 
     def views_of(self) -> Callable[[], Views]:
         return views_from(self.nodes.values, self.pods_index, self.tt_index, self.others.pods)
@@ -121,11 +125,13 @@ async def build_cluster(nodes: int, held: float, seed: int) -> Cluster:
     api = FakeApi()
     node_mirror = Mirror(Listing(manifests), "/api/v1/nodes", node_entry)
     others = ClusterPods(Listing(pods), ())
-    for mirror in (node_mirror, others):
-        asyncio.get_running_loop().create_task(mirror.run())  # lives as long as the loop
-        await mirror.synced.wait()
     state = OperatorState(config=OperatorConfig(), rest=api)  # type: ignore[arg-type]
-    return Cluster(api, node_mirror, others, state)
+    cluster = Cluster(api, node_mirror, others, state)
+    for mirror in (node_mirror, others):
+        cluster.watches.append(asyncio.get_running_loop().create_task(mirror.run()))
+        await mirror.synced.wait()
+    gc.freeze()  # as the operator's start-up does once the mirrors are filled
+    return cluster
 
 
 @dataclass
@@ -226,6 +232,9 @@ async def measure(args: argparse.Namespace) -> list[tuple[str, str]]:
     rows.append(
         ("peak RSS (whole process) / after set-up", f"{peak_mib:.0f} / {set_up_mib:.0f} MiB")
     )
+    for task in cluster.watches:
+        task.cancel()
+    await asyncio.gather(*cluster.watches, return_exceptions=True)
     return rows
 
 
@@ -249,7 +258,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    rows = asyncio.run(measure(args))
+    thresholds = gc.get_threshold()
+    run.tune_gc()  # the collector thresholds ``fabricfit run`` sets
+    try:
+        rows = asyncio.run(measure(args))
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
     print(
         f"\nfabricfit reconcile path, in memory: {args.nodes} nodes, {args.nodes * 8} GPUs, "
         f"{args.held:.0%} held by tenants\n"

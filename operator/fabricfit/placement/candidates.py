@@ -116,12 +116,21 @@ class SlotOrders:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], tuple[PodSlot, ...]] = {}
+        self._caps: dict[tuple[str, int], int] = {}
 
     def __call__(self, domain: LeafDomain, order: str) -> tuple[PodSlot, ...]:
         key = (domain.key, order)
         found = self._cache.get(key)
         if found is None:
             found = self._cache[key] = ordered_slots(domain.slots, order)
+        return found
+
+    def capacity(self, domain: LeafDomain, unit_pods: int) -> int:
+        """``unit_capacity`` of the domain's slots (the same in every order)."""
+        key = (domain.key, unit_pods)
+        found = self._caps.get(key)
+        if found is None:
+            found = self._caps[key] = unit_capacity(domain.slots, unit_pods)
         return found
 
 
@@ -184,18 +193,24 @@ class _Packer:
     ) -> None:
         self.domains = list(domains)
         self.sub_of = sub_of
-        self.free = [FreeSlots(orders(d, order), unit_pods) for d in domains]
+        self.order, self.orders = order, orders
+        # A domain's free slots in this candidate's order, made when the first is taken (a small
+        # job takes from a few of thousands of domains).
+        self.free: dict[int, FreeSlots] = {}
         self.unit_pods = unit_pods
         self.placed: dict[int, PodSlot] = {}
         # Units each domain still holds, kept current as slots are taken (read once per domain
         # and block: recounting every domain's slots for each block was most of a large plan).
-        self.caps = [free.units for free in self.free]
+        self.caps = [orders.capacity(d, unit_pods) for d in self.domains]
 
     def capacity(self, index: int) -> int:
         return self.caps[index]
 
     def take_unit(self, index: int, unit: Unit) -> None:
-        free = self.free[index]
+        free = self.free.get(index)
+        if free is None:
+            slots = self.orders(self.domains[index], self.order)
+            free = self.free[index] = FreeSlots(slots, self.unit_pods)
         for pod, slot in zip(unit, free.take(len(unit)), strict=True):
             self.placed[pod] = slot
         self.caps[index] = free.units

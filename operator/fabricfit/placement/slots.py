@@ -18,7 +18,7 @@ still come out grouped by rail group.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from fabricfit.fabric.topology import NodeInfo
@@ -129,20 +129,27 @@ def build_leaf_domains(
 def position_major(slots: Iterable[PodSlot]) -> tuple[PodSlot, ...]:
     """Slots ordered highest window first, then fabric order: pods taken one per node first,
     on the same window (the same rails) of every node."""
-    indexed = list(enumerate(slots))
-    indexed.sort(key=lambda item: (-item[1].position, item[0]))
-    return tuple(slot for _, slot in indexed)
+    return _descending(slots, lambda slot: slot.position)
 
 
 def fullest_first(slots: Iterable[PodSlot]) -> tuple[PodSlot, ...]:
     """Slots of the nodes with the most free windows first (node-major, fabric order within),
     so a job lands on as few nodes as possible and pods share NVLink and NICs."""
-    indexed = list(enumerate(slots))
+    listed = list(slots)
     per_node: dict[str, int] = {}
-    for _, slot in indexed:
+    for slot in listed:
         per_node[slot.node] = per_node.get(slot.node, 0) + 1
-    indexed.sort(key=lambda item: (-per_node[item[1].node], item[0]))
-    return tuple(slot for _, slot in indexed)
+    return _descending(listed, lambda slot: per_node[slot.node])
+
+
+def _descending(slots: Iterable[PodSlot], rank: Callable[[PodSlot], int]) -> tuple[PodSlot, ...]:
+    """``slots`` by descending ``rank``, in their given order within a rank: a stable sort in
+    one pass, as ranks are a few small numbers (windows of a node) and the cluster-wide domain
+    holds every slot of the cluster."""
+    buckets: dict[int, list[PodSlot]] = {}
+    for slot in slots:
+        buckets.setdefault(rank(slot), []).append(slot)
+    return tuple(slot for key in sorted(buckets, reverse=True) for slot in buckets[key])
 
 
 def ordered_slots(slots: Iterable[PodSlot], order: str) -> tuple[PodSlot, ...]:

@@ -35,19 +35,22 @@ from fabricfit.placement.slots import LeafDomain, PodSlot
 LEVELS = ("spine", "rail-group", "rack", "hostname")
 
 
-def _level_key(slot: PodSlot, depth: int) -> tuple[str, ...]:
-    values = (slot.spine, slot.rail_group or slot.leaf, slot.rack, slot.node)
-    return values[: depth + 1]
+#: A slot with its (spine, rail group or leaf, rack, node) path, read once per call.
+Keyed = tuple[tuple[str, ...], PodSlot]
 
 
-def _group(slots: Sequence[PodSlot], depth: int) -> dict[tuple[str, ...], list[PodSlot]]:
-    groups: dict[tuple[str, ...], list[PodSlot]] = {}
-    for slot in slots:
-        groups.setdefault(_level_key(slot, depth), []).append(slot)
+def _path(slot: PodSlot) -> tuple[str, ...]:
+    return (slot.spine, slot.rail_group or slot.leaf, slot.rack, slot.node)
+
+
+def _group(slots: Sequence[Keyed], depth: int) -> dict[tuple[str, ...], list[Keyed]]:
+    groups: dict[tuple[str, ...], list[Keyed]] = {}
+    for keyed in slots:
+        groups.setdefault(keyed[0][: depth + 1], []).append(keyed)
     return groups
 
 
-def _minimum(groups: dict[tuple[str, ...], list[PodSlot]], need: int) -> list[tuple[str, ...]]:
+def _minimum(groups: dict[tuple[str, ...], list[Keyed]], need: int) -> list[tuple[str, ...]]:
     """BestFit over sibling domains: most free first, the last one the tightest that holds the
     remainder; [] when all of them together do not hold ``need``."""
     order = sorted(groups, key=lambda k: (-len(groups[k]), k))
@@ -68,7 +71,7 @@ def kueue_bestfit(
 ) -> tuple[PodSlot, ...] | None:
     """Kueue TAS BestFit preferred at ``level`` (one of ``LEVELS``), ranks in lexicographic
     order."""
-    slots = [s for d in domains for s in d.slots]
+    slots = [(_path(s), s) for d in domains for s in d.slots]
     if len(slots) < pods or pods <= 0:
         return None
     chosen: list[tuple[str, ...]] = []
@@ -85,14 +88,18 @@ def kueue_bestfit(
         else:
             depth -= 1
     while depth < len(LEVELS) - 1:
+        # Only the slots under the domains chosen so far can be chosen below them.
+        slots = _under(slots, chosen, depth)
         depth += 1
-        keep = set(chosen)
-        below = [s for s in slots if _level_key(s, depth - 1) in keep]
-        chosen = _minimum(_group(below, depth), pods)
-    keep = set(chosen)
-    per_node = _group([s for s in slots if _level_key(s, depth) in keep], depth)
-    out: list[PodSlot] = []
+        chosen = _minimum(_group(slots, depth), pods)
+    per_node = _group(_under(slots, chosen, depth), depth)
+    out: list[Keyed] = []
     for key in chosen:  # whole nodes most free first, the best-fit one last
-        out.extend(sorted(per_node[key], key=lambda s: s.gpus)[: pods - len(out)])
-    out.sort(key=lambda s: (_level_key(s, len(LEVELS) - 1), s.gpus))
-    return tuple(out)
+        out.extend(sorted(per_node[key], key=lambda k: k[1].gpus)[: pods - len(out)])
+    out.sort(key=lambda k: (k[0], k[1].gpus))
+    return tuple(slot for _, slot in out)
+
+
+def _under(slots: Sequence[Keyed], chosen: list[tuple[str, ...]], depth: int) -> list[Keyed]:
+    keep = set(chosen)
+    return [k for k in slots if k[0][: depth + 1] in keep]
