@@ -91,17 +91,23 @@ def slot_starts(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, in
 def node_slots(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]) -> list[PodSlot]:
     """The pod windows of ``node`` that are entirely free, lowest GPU first."""
     starts = slot_starts(node, gpus_per_pod, reservations)
-    key, _ = leaf_key(node)
+    return _windows(node, leaf_key(node)[0], starts, gpus_per_pod) if starts else []
+
+
+def _windows(node: NodeInfo, key: str, starts: range, gpus_per_pod: int) -> list[PodSlot]:
+    place = node.place
+    name, spine, rack = node.name, place.spine, place.rack or ""
+    domain, rail_group = place.nvlink_domain or node.name, place.rail_group
     return [
         PodSlot(
-            node=node.name,
-            position=start // gpus_per_pod,
-            gpus=tuple(range(start, start + gpus_per_pod)),
-            spine=node.place.spine,
-            leaf=key,
-            rack=node.place.rack or "",
-            nvlink_domain=node.place.nvlink_domain or node.name,
-            rail_group=node.place.rail_group,
+            name,
+            start // gpus_per_pod,
+            tuple(range(start, start + gpus_per_pod)),
+            spine,
+            key,
+            rack,
+            domain,
+            rail_group,
         )
         for start in starts
     ]
@@ -114,12 +120,15 @@ def build_leaf_domains(
     grouped: dict[str, list[PodSlot]] = {}
     meta: dict[str, tuple[str, bool]] = {}
     for node in sorted(nodes, key=node_sort_key):
-        slots = node_slots(node, gpus_per_pod, reservations)
-        if not slots:
+        starts = slot_starts(node, gpus_per_pod, reservations)
+        if not starts:
             continue
         key, has_rails = leaf_key(node)
-        grouped.setdefault(key, []).extend(slots)
-        meta[key] = (node.place.spine, has_rails)
+        found = grouped.get(key)
+        if found is None:
+            found = grouped[key] = []
+            meta[key] = (node.place.spine, has_rails)
+        found.extend(_windows(node, key, starts, gpus_per_pod))
     return tuple(
         LeafDomain(key=k, spine=meta[k][0], has_rails=meta[k][1], slots=tuple(grouped[k]))
         for k in sorted(grouped)

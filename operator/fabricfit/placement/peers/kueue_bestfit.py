@@ -37,33 +37,68 @@ LEVELS = ("spine", "rail-group", "rack", "hostname")
 
 #: A slot with its (spine, rail group or leaf, rack, node) path, read once per call.
 Keyed = tuple[tuple[str, ...], PodSlot]
+#: The levels every slot of a leaf domain shares (spine, rail group or leaf).
+DOMAIN_DEPTH = 1
 
 
 def _path(slot: PodSlot) -> tuple[str, ...]:
     return (slot.spine, slot.rail_group or slot.leaf, slot.rack, slot.node)
 
 
-def _group(slots: Sequence[Keyed], depth: int) -> dict[tuple[str, ...], list[Keyed]]:
-    groups: dict[tuple[str, ...], list[Keyed]] = {}
-    for keyed in slots:
-        groups.setdefault(keyed[0][: depth + 1], []).append(keyed)
-    return groups
+def _counts(domains: Sequence[LeafDomain], depth: int) -> dict[tuple[str, ...], int]:
+    """Free pod slots per domain at ``depth``; down to the rail group, counted per leaf
+    domain without visiting its slots."""
+    counts: dict[tuple[str, ...], int] = {}
+    for domain in domains:
+        if depth <= DOMAIN_DEPTH:
+            key = _path(domain.slots[0])[: depth + 1]
+            counts[key] = counts.get(key, 0) + len(domain.slots)
+            continue
+        node, key = "", ()
+        for slot in domain.slots:  # node-major: a node's slots share its path
+            if slot.node != node:
+                node, key = slot.node, _path(slot)[: depth + 1]
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
-def _minimum(groups: dict[tuple[str, ...], list[Keyed]], need: int) -> list[tuple[str, ...]]:
+def _keyed_counts(slots: Sequence[Keyed], depth: int) -> dict[tuple[str, ...], int]:
+    counts: dict[tuple[str, ...], int] = {}
+    for path, _ in slots:
+        key = path[: depth + 1]
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _minimum(counts: dict[tuple[str, ...], int], need: int) -> list[tuple[str, ...]]:
     """BestFit over sibling domains: most free first, the last one the tightest that holds the
     remainder; [] when all of them together do not hold ``need``."""
-    order = sorted(groups, key=lambda k: (-len(groups[k]), k))
+    order = sorted(counts, key=lambda k: (-counts[k], k))
     taken: list[tuple[str, ...]] = []
     remaining = need
     for index, key in enumerate(order):
-        if len(groups[key]) >= remaining:  # the roomiest left holds the rest: best-fit it
-            fits = (k for k in order[index:] if len(groups[k]) >= remaining)
-            taken.append(min(fits, key=lambda k: (len(groups[k]), k)))
+        if counts[key] >= remaining:  # the roomiest left holds the rest: best-fit it
+            fits = (k for k in order[index:] if counts[k] >= remaining)
+            taken.append(min(fits, key=lambda k: (counts[k], k)))
             return taken
         taken.append(key)
-        remaining -= len(groups[key])
+        remaining -= counts[key]
     return []
+
+
+def _climb(
+    domains: Sequence[LeafDomain], pods: int, depth: int
+) -> tuple[list[tuple[str, ...]], int]:
+    """The tightest domain holding every pod at the lowest level from ``depth`` up, else the
+    top-level domains BestFit takes ([] when the cluster does not hold the job)."""
+    while True:
+        counts = _counts(domains, depth)
+        fitting = [k for k, n in counts.items() if n >= pods]
+        if fitting:
+            return [min(fitting, key=lambda k: (counts[k], k))], depth
+        if depth == 0:
+            return _minimum(counts, pods), depth
+        depth -= 1
 
 
 def kueue_bestfit(
@@ -71,28 +106,24 @@ def kueue_bestfit(
 ) -> tuple[PodSlot, ...] | None:
     """Kueue TAS BestFit preferred at ``level`` (one of ``LEVELS``), ranks in lexicographic
     order."""
-    slots = [(_path(s), s) for d in domains for s in d.slots]
-    if len(slots) < pods or pods <= 0:
+    domains = [d for d in domains if d.slots]
+    if sum(len(d.slots) for d in domains) < pods or pods <= 0:
         return None
-    chosen: list[tuple[str, ...]] = []
-    depth = LEVELS.index(level)
-    while not chosen:
-        groups = _group(slots, depth)
-        fitting = [k for k, v in groups.items() if len(v) >= pods]
-        if fitting:
-            chosen = [min(fitting, key=lambda k: (len(groups[k]), k))]
-        elif depth == 0:
-            chosen = _minimum(groups, pods)
-            if not chosen:
-                return None
-        else:
-            depth -= 1
+    chosen, depth = _climb(domains, pods, LEVELS.index(level))
+    if not chosen:
+        return None
+    shared = min(depth, DOMAIN_DEPTH) + 1  # only the leaf domains under the choice are read
+    keep = {key[:shared] for key in chosen}
+    domains = [d for d in domains if _path(d.slots[0])[:shared] in keep]
+    slots = _under([(_path(s), s) for d in domains for s in d.slots], chosen, depth)
     while depth < len(LEVELS) - 1:
+        depth += 1
+        chosen = _minimum(_keyed_counts(slots, depth), pods)
         # Only the slots under the domains chosen so far can be chosen below them.
         slots = _under(slots, chosen, depth)
-        depth += 1
-        chosen = _minimum(_group(slots, depth), pods)
-    per_node = _group(_under(slots, chosen, depth), depth)
+    per_node: dict[tuple[str, ...], list[Keyed]] = {}
+    for keyed in slots:
+        per_node.setdefault(keyed[0], []).append(keyed)
     out: list[Keyed] = []
     for key in chosen:  # whole nodes most free first, the best-fit one last
         out.extend(sorted(per_node[key], key=lambda k: k[1].gpus)[: pods - len(out)])
