@@ -24,7 +24,8 @@ from pathlib import Path
 
 from fabricfit.calibrate import accuracy
 from fabricfit.calibrate.dataset import load_cases
-from fabricfit.calibrate.fit import FITTABLE, FitResult, fit_profile, fittable_fields
+from fabricfit.calibrate.fields import fittable_fields
+from fabricfit.calibrate.fit import FitResult, fit_to_fixpoint
 from fabricfit.fabric.profiles import PRESETS, FabricProfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
         fabrics = (fabric, *ALSO_FIT_ON.get(fabric, ()))
         rows = [c.measurement for c in cases if c.calibration and c.fabric in fabrics]
         if rows and not preset.is_torus:
-            results[fabric] = fit_profile(preset, rows, name=fabric)
+            results[fabric] = fit_to_fixpoint(preset, rows, name=fabric)
     return results
 
 
@@ -59,8 +60,10 @@ def print_fits(results: dict[str, FitResult]) -> None:
             f"# {fabric}: fitted on {len(result.rows)} calibration rows, median "
             f"{result.median_abs_error:.1%}, worst {result.worst_abs_error:.1%}"
         )
-        for name in FITTABLE:
-            print(f"{name}: {getattr(result.profile, name)}")
+        kept = dict(result.kept_fields)
+        for name in fittable_fields(result.profile):
+            why = f"  # kept: {kept[name]}" if name in kept else ""
+            print(f"{name}: {getattr(result.profile, name)}{why}")
 
 
 def write_presets(results: dict[str, FitResult]) -> None:

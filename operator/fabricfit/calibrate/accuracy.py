@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fabricfit.calibrate.fields import LATENCY_MAX_BYTES
 from fabricfit.calibrate.fit import FitRow, Measurement, fit_profile, measured_seconds, predict
 from fabricfit.cost.collectives import Collective
 from fabricfit.fabric.profiles import FabricProfile
 
-KIB, MIB = 1 << 10, 1 << 20
-LATENCY_MAX_BYTES = 64 * KIB
+MIB = 1 << 20
 SIZE_BANDS = ("<=64KiB", "64KiB-16MiB", "16-256MiB", ">=256MiB")
 SCOPES = ("1 domain", "2-4 domains", "5-7 domains", ">=8 domains", "tpu")
 # Targets (judged on the printed table, held-out rows included).

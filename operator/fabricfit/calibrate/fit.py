@@ -6,17 +6,27 @@ A :class:`Measurement` is one nccl-tests row (collective, per-rank buffer, nodes
 measured time and busbw, where it came from). :func:`predict` lays the ranks out as nccl-tests
 does on the profile's hardware (GPU j of every node on rail j, nodes grouped into the profile's
 NVLink domains) and runs the cost model. :func:`fit_profile` then searches the fields listed in
-:data:`FITTABLE` to minimise the mean |log(predicted time / measured time)| over the rows — a
-relative error that weighs an 8-byte latency row and an 8-GiB bandwidth row alike, and is
-robust to a few outliers.
+``FITTABLE`` (:mod:`fabricfit.calibrate.fields`) to minimise the mean |log(predicted time /
+measured time)| over the rows — a relative error that weighs an 8-byte latency row and an
+8-GiB bandwidth row alike, and is robust to a few outliers.
+
+A field is fitted only when the rows constrain it (:func:`constraints`): some row that can
+determine it — any row for a latency, only a bandwidth row (> ``LATENCY_MAX_BYTES``) for an
+efficiency or a pipeline fill, whose effect on a latency row is an artefact of pricing a few
+KiB as a transfer — must move by at least ``SENSITIVITY_MIN`` (1 %) when the field moves one step
+(×1.1, or 5 % of its range). Every other field keeps the base profile's value, with the reason.
+So a profile fitted on small-message rows only keeps the base's bandwidths and fills.
 
 The optimiser is deliberately small and deterministic (no random starts, no dependencies):
-coordinate descent over the fields, a few sweeps; per field a coarse grid over its range, in
-log space for positive values, then golden-section search around the best grid point. A field
-changes only when that lowers the objective, so a field the rows do not constrain (a NIC
-efficiency when every row is inside one node) keeps the base profile's value; a weak prior
-(:data:`PRIOR_WEIGHT`) keeps barely constrained fields near the base's cited numbers. Fitted values
-are rounded to four significant digits, and errors are reported on the rounded profile.
+coordinate descent over the constrained fields (:mod:`fabricfit.calibrate.search`), sweep after
+sweep until one changes nothing; a field changes only when that lowers the objective by at
+least :data:`MIN_GAIN`. A weak prior (``fields.PRIOR_WEIGHT``) on the base's values keeps fields
+that trade off against each other (the per-call latency across NICs and the per-hop one, when
+few multi-node rows separate them) near the base's cited numbers. Since the prior is anchored
+at the start, fitting a result again may still move it a little (each fit a proximal step);
+:func:`fit_to_fixpoint` repeats the fit from its own result until it returns it unchanged
+(what the presets are fitted with, so that refitting them changes nothing). Fitted values are
+rounded to four significant digits, and errors are reported on the rounded profile.
 
 ``error`` of a row is the signed relative busbw error ``predicted / measured − 1``, computed from
 the times (busbw is size/time times the same factor on both sides, and the time keeps its
@@ -32,40 +42,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fabricfit.calibrate.fields import (
+    FITTABLE,
+    LATENCY_MAX_BYTES,
+    SENSITIVITY_MIN,
+    UNCONSTRAINED,
+    fittable_fields,
+    prior_penalty,
+    steps,
+)
+from fabricfit.calibrate.search import best_value
 from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape
 from fabricfit.cost.shape import GroupShape, summarize_group
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import GpuSlot
 
-# Field → (low, high, log-space search). Bounds are physical; the base value is the start.
-# Searched in this order: the launch floor of -g G runs first, so that a per-call latency does
-# not absorb a host-side floor it cannot describe (coordinate descent keeps the first fit); the
-# per-call latency across NICs before the one inside a domain, so that rows from several nodes
-# only (a cloud fabric's 2-node curve) move the network's latency, not the NVLink domain's.
-FITTABLE: dict[str, tuple[float, float, bool]] = {
-    "launch_us_per_gpu": (0.0, 50.0, False),
-    "nvlink_efficiency": (0.3, 1.0, True),
-    "nvls_efficiency": (0.2, 1.0, True),
-    "nic_efficiency": (0.3, 1.0, True),
-    "net_base_latency_us": (0.0, 200.0, False),
-    "base_latency_us": (0.5, 100.0, True),
-    "nvlink_hop_latency_us": (0.02, 20.0, True),
-    "net_hop_latency_us": (0.1, 100.0, True),
-    "nvls_latency_us": (1.0, 200.0, True),
-    "pipeline_fill_loops": (0.0, 40.0, False),
-    "stage_fill_loops": (0.0, 8.0, False),
-    "alltoall_efficiency": (0.1, 1.0, True),
-    "alltoall_decay": (0.0, 2.0, False),
-    "p2p_fill_chunks": (0.0, 8.0, False),
-}
-# A weak prior on the base profile (its numbers are cited): each field pays PRIOR_WEIGHT ×
-# (log of its change)² (linear fields: change / a quarter of their range), so a field the rows
-# barely constrain stays put instead of drifting to buy a 0.1 % gain.
-PRIOR_WEIGHT = 0.01
-GRID_POINTS = 9
-GOLDEN_STEPS = 16
-SWEEPS = 3
-_GOLD = (math.sqrt(5) - 1) / 2
+# A field changes only when that lowers the score by this much (0.01 points of mean |log
+# error|): no drift to buy a 0.001 % gain, and a fit that ends when a sweep changes nothing.
+MIN_GAIN = 1e-4
+MAX_SWEEPS = 30
+MAX_REFITS = 20
 
 
 class FitError(ValueError):
@@ -86,6 +82,10 @@ class Measurement:
     gpus_per_thread: int = 1  # GPUs one host thread drives (nccl-tests -g G)
 
 
+# A row as the fitter uses it: the measurement, its group shape, the measured seconds.
+_Case = tuple[Measurement, GroupShape, float]
+
+
 @dataclass(frozen=True)
 class FitRow:
     measurement: Measurement
@@ -103,7 +103,8 @@ class FitResult:
     worst_abs_error: float
     held_out_median_abs_error: float = math.nan  # over the held-out rows (nan when none)
     held_out_worst_abs_error: float = math.nan
-    fitted_fields: tuple[str, ...] = ()  # fields whose value the fit changed
+    fitted_fields: tuple[str, ...] = ()  # fields the rows constrain: searched (may stay put)
+    kept_fields: tuple[tuple[str, str], ...] = ()  # (field, why) kept at the base's value
 
 
 class _Row(Protocol):
@@ -219,71 +220,61 @@ def predict(profile: FabricProfile, m: Measurement) -> FitRow:
     return _row(profile, m, summarize_group(layout(m, profile)), False)
 
 
-def _objective(
-    profile: FabricProfile, cases: Sequence[tuple[Measurement, GroupShape, float]]
-) -> float:
+def _objective(profile: FabricProfile, cases: Sequence[_Case]) -> float:
     total = 0.0
     for m, shape, seconds in cases:
         total += abs(math.log(run_seconds(profile, m, shape) / seconds))
     return total / len(cases)
 
 
-def _prior(profile: FabricProfile, base: FabricProfile, names: Sequence[str]) -> float:
-    total = 0.0
-    for name in names:
-        value, start = float(getattr(profile, name)), float(getattr(base, name))
-        if value == start:
+def sensitivity(profile: FabricProfile, name: str, cases: Sequence[_Case]) -> float:
+    """The largest |log| change of a row's predicted time when ``name`` moves one step either
+    way (×/÷ LOG_STEP, or ± LINEAR_STEP of its range, within its bounds), over the rows that
+    can determine it (bandwidth rows only for a bandwidth field). 0 when there are none."""
+    spec = FITTABLE[name]
+    rows = [c for c in cases if not spec.bandwidth or c[0].size_bytes > LATENCY_MAX_BYTES]
+    value = float(getattr(profile, name))
+    base = [run_seconds(profile, m, shape) for m, shape, _ in rows]
+    found = 0.0
+    for step in steps(name, value):
+        moved = _with(profile, name, step)
+        for (m, shape, _), seconds in zip(rows, base, strict=True):
+            found = max(found, abs(math.log(run_seconds(moved, m, shape) / seconds)))
+    return found
+
+
+def constraints(
+    profile: FabricProfile, cases: Sequence[_Case]
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The fittable fields the rows constrain, and the others with the reason they are kept."""
+    fitted, kept = [], []
+    bandwidth_rows = any(m.size_bytes > LATENCY_MAX_BYTES for m, _, _ in cases)
+    for name in fittable_fields(profile):
+        if FITTABLE[name].bandwidth and not bandwidth_rows:
+            kept.append((name, f"{UNCONSTRAINED} (no row > {LATENCY_MAX_BYTES // 1024} KiB)"))
             continue
-        low, high, log_space = FITTABLE[name]
-        if log_space and value > 0 and start > 0:
-            total += math.log(value / start) ** 2
+        moved = sensitivity(profile, name, cases)
+        if moved >= SENSITIVITY_MIN:
+            fitted.append(name)
         else:
-            total += ((value - start) / ((high - low) / 4)) ** 2
-    return PRIOR_WEIGHT * total
-
-
-def _candidates(value: float, low: float, high: float, log_space: bool) -> list[float]:
-    if log_space:
-        a, b = math.log(low), math.log(high)
-        return [math.exp(a + (b - a) * i / (GRID_POINTS - 1)) for i in range(GRID_POINTS)]
-    return [low + (high - low) * i / (GRID_POINTS - 1) for i in range(GRID_POINTS)]
-
-
-def _golden(score: Callable[[float], float], a: float, b: float) -> float:
-    c, d = b - _GOLD * (b - a), a + _GOLD * (b - a)
-    fc, fd = score(c), score(d)
-    for _ in range(GOLDEN_STEPS):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - _GOLD * (b - a)
-            fc = score(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + _GOLD * (b - a)
-            fd = score(d)
-    return c if fc <= fd else d
+            why = f"{UNCONSTRAINED} (a step moves no row by {SENSITIVITY_MIN:.0%}: {moved:.1%})"
+            kept.append((name, why))
+    return tuple(fitted), tuple(kept)
 
 
 def _search_field(
     profile: FabricProfile, name: str, score: Callable[[FabricProfile], float]
 ) -> FabricProfile:
-    low, high, log_space = FITTABLE[name]
+    spec = FITTABLE[name]
     current = float(getattr(profile, name))
-    low, high = min(low, current), max(high, current)
-    log_space = log_space and low > 0
-
-    def at(x: float) -> float:
-        value = math.exp(x) if log_space else x
-        return score(_with(profile, name, value))
-
-    grid = _candidates(current, low, high, log_space)
-    xs = [math.log(v) if log_space else v for v in grid]
-    scores = [at(x) for x in xs]
-    best = min(range(len(xs)), key=lambda i: scores[i])
-    x = _golden(at, xs[max(best - 1, 0)], xs[min(best + 1, len(xs) - 1)])
-    value = _round(math.exp(x) if log_space else x)
-    trial = _with(profile, name, value)
-    return trial if score(trial) < score(profile) - 1e-9 else profile
+    value = best_value(
+        lambda v: score(_with(profile, name, v)),
+        current,
+        (spec.low, spec.high),
+        spec.log_space,
+        MIN_GAIN,
+    )
+    return profile if value == current else _with(profile, name, value)
 
 
 def _with(profile: FabricProfile, name: str, value: float) -> FabricProfile:
@@ -291,16 +282,18 @@ def _with(profile: FabricProfile, name: str, value: float) -> FabricProfile:
     return dataclasses.replace(profile, **change)
 
 
-def _round(value: float) -> float:
-    return float(f"{value:.4g}")
-
-
-def fittable_fields(profile: FabricProfile) -> tuple[str, ...]:
-    """Fields :func:`fit_profile` may change on this profile (NVLS ones only with NVLS)."""
-    if profile.torus is not None:
-        return ()
-    nvls_only = ("nvls_efficiency", "nvls_latency_us", "pipeline_fill_loops")
-    return tuple(f for f in FITTABLE if profile.nvls or f not in nvls_only)
+def _descend(
+    base: FabricProfile, names: Sequence[str], score: Callable[[FabricProfile], float]
+) -> FabricProfile:
+    """Coordinate descent over ``names`` until a sweep changes nothing (at most MAX_SWEEPS)."""
+    profile = base
+    for _ in range(MAX_SWEEPS):
+        before = profile
+        for name in names:
+            profile = _search_field(profile, name, score)
+        if profile == before:
+            break
+    return profile
 
 
 def _summary(rows: Sequence[FitRow]) -> tuple[float, float]:
@@ -315,27 +308,17 @@ def fit_profile(
     name: str | None = None,
     held_out: Sequence[Measurement] = (),
 ) -> FitResult:
-    """Fit ``base``'s :func:`fittable_fields` to ``rows``; ``held_out`` rows are predicted with
-    the fitted profile and reported (``fitted=False``) but never fitted on."""
+    """Fit the fields of ``base`` that ``rows`` constrain (:func:`constraints`); the others keep
+    their value. ``held_out`` rows are predicted with the fitted profile and reported
+    (``fitted=False``) but never fitted on."""
     if not rows:
         raise FitError("no measurements to fit")
     for m in (*rows, *held_out):
         _check(m)
     shapes = {m: summarize_group(layout(m, base)) for m in (*rows, *held_out)}
     cases = [(m, shapes[m], measured_seconds(m)) for m in rows]
-
-    names = fittable_fields(base)
-
-    def score(p: FabricProfile) -> float:
-        return _objective(p, cases) + _prior(p, base, names)
-
-    profile = base
-    for _ in range(SWEEPS):
-        before = profile
-        for field_name in names:
-            profile = _search_field(profile, field_name, score)
-        if profile == before:
-            break
+    names, kept = constraints(base, cases)
+    profile = _descend(base, names, lambda p: _objective(p, cases) + prior_penalty(p, base, names))
     label = name or f"{base.name}-calibrated"[:63]
     used = sorted({m.source for m in rows if m.source})
     note = f"fitted on {len(rows)} rows ({', '.join(used)[:400] or 'unnamed sources'})"
@@ -346,5 +329,24 @@ def fit_profile(
     )
     median, worst = _summary([r for r in out if r.fitted])
     held_median, held_worst = _summary([r for r in out if not r.fitted])
-    changed = tuple(f for f in FITTABLE if getattr(profile, f) != getattr(base, f))
-    return FitResult(profile, out, median, worst, held_median, held_worst, changed)
+    return FitResult(profile, out, median, worst, held_median, held_worst, names, kept)
+
+
+def fit_to_fixpoint(
+    base: FabricProfile,
+    rows: Sequence[Measurement],
+    *,
+    name: str | None = None,
+    held_out: Sequence[Measurement] = (),
+) -> FitResult:
+    """:func:`fit_profile` again from its own result until it returns it unchanged (at most
+    MAX_REFITS fits): a profile that fitting the same rows does not move."""
+    name = name or f"{base.name}-calibrated"[:63]
+    result = fit_profile(base, rows, name=name, held_out=held_out)
+    for _ in range(MAX_REFITS):
+        start = dataclasses.replace(result.profile, sources=base.sources)
+        again = fit_profile(start, rows, name=name, held_out=held_out)
+        if again.profile == result.profile and again.fitted_fields == result.fitted_fields:
+            break
+        result = again
+    return result

@@ -8,16 +8,17 @@ from dataclasses import dataclass
 
 import pytest
 
+from fabricfit.calibrate.fields import LATENCY_MAX_BYTES, UNCONSTRAINED, fittable_fields
 from fabricfit.calibrate.fit import (
     FitError,
     Measurement,
     fit_profile,
-    fittable_fields,
+    fit_to_fixpoint,
     measurements_from_log,
     predict,
 )
 from fabricfit.cost import Collective
-from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.profiles import FabricProfile, get_profile
 
 H100 = get_profile("dgx-h100")
 SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30]
@@ -60,6 +61,55 @@ def test_fields_the_rows_do_not_constrain_keep_their_base_value() -> None:
     for name in ("nic_efficiency", "net_hop_latency_us", "alltoall_efficiency"):
         assert getattr(result.profile, name) == getattr(H100, name)
     assert result.profile.nvlink_efficiency == pytest.approx(0.7, rel=0.03)
+
+
+SMALL = [8, 1 << 10, 8 << 10, 32 << 10, LATENCY_MAX_BYTES]
+BANDWIDTH_FIELDS = ("nvls_efficiency", "nic_efficiency", "pipeline_fill_loops", "stage_fill_loops")
+
+
+def _fitted_values(profile: FabricProfile) -> dict[str, float]:
+    return {name: getattr(profile, name) for name in fittable_fields(profile)}
+
+
+def test_small_message_rows_never_move_bandwidth_or_fill_fields() -> None:
+    """Latency rows (<= 64 KiB) of a fabric whose NICs, NVLS and tree fill differ from the base:
+    only latencies are fitted; every efficiency and fill keeps the base's value, saying why."""
+    truth = dataclasses.replace(
+        H100, nic_efficiency=0.7, stage_fill_loops=3.0, nvls_efficiency=0.6, net_base_latency_us=40
+    )
+    rows = synthetic(truth, Collective.ALL_REDUCE, 2, 8, SMALL)
+    result = fit_profile(H100, rows)
+    assert result.profile.net_base_latency_us == pytest.approx(40, rel=0.1)
+    kept = dict(result.kept_fields)
+    for name in BANDWIDTH_FIELDS:
+        assert getattr(result.profile, name) == getattr(H100, name)
+        assert name not in result.fitted_fields
+        assert kept[name].startswith(UNCONSTRAINED)
+    assert "net_base_latency_us" in result.fitted_fields
+
+
+def test_a_field_no_row_moves_by_a_percent_is_kept() -> None:
+    rows = synthetic(H100, Collective.ALL_REDUCE, 1, 8, [1 << 30, 4 << 30])
+    result = fit_profile(dataclasses.replace(H100, nvls_efficiency=0.6), rows)
+    assert "nvls_efficiency" in result.fitted_fields
+    assert result.profile.nvls_efficiency == pytest.approx(H100.nvls_efficiency, rel=0.02)
+    kept = dict(result.kept_fields)
+    assert "a step moves no row by 1%" in kept["nic_efficiency"]  # one node: no NIC
+    assert "no row > 64 KiB" not in kept["nic_efficiency"]
+
+
+def test_a_fit_at_its_fixpoint_does_not_move_when_fitted_again() -> None:
+    truth = dataclasses.replace(H100, nic_efficiency=0.8, net_hop_latency_us=4.0)
+    rows = [
+        *synthetic(truth, Collective.ALL_REDUCE, 2, 8),
+        *synthetic(truth, Collective.ALL_GATHER, 4, 8, SIZES[:4]),
+    ]
+    start = dataclasses.replace(H100, nic_efficiency=0.95, base_latency_us=6.0)
+    first = fit_to_fixpoint(start, rows, name="mine")
+    again = fit_profile(first.profile, rows, name="mine")
+    assert _fitted_values(again.profile) == _fitted_values(first.profile)
+    assert again.fitted_fields == first.fitted_fields
+    assert again.kept_fields == first.kept_fields
 
 
 def test_held_out_rows_are_reported_but_never_fitted_on() -> None:
