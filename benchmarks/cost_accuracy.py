@@ -7,8 +7,11 @@ held-out and fitted rows apart. Also printed: leave-one-source-out (refit a pres
 source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
 predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted on its
 calibration rows; ``--write-presets`` writes those fitted numbers into
-``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made; the
-fit starts from the values in the file, so running it again only refines them slightly).
+``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made). The
+fit starts from the values in the file and runs to its fixpoint, so running it again changes
+nothing; it fits only the fields the calibration rows constrain, and a field they do not
+constrain that an earlier fit moved (its comment says so) goes back to its value before that
+fit.
 dgx-h200 is fitted on the dgx-h100 rows too (same NVLink4/NVSwitch and NICs); the tapered H100
 presets (h100-leaf-spine-2to1, h100-rail-only) take dgx-h100's fitted numbers as they are.
 
@@ -21,11 +24,12 @@ import dataclasses
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from fabricfit.calibrate import accuracy
 from fabricfit.calibrate.dataset import load_cases
-from fabricfit.calibrate.fields import fittable_fields
-from fabricfit.calibrate.fit import FitResult, fit_to_fixpoint
+from fabricfit.calibrate.fields import FITTABLE, fittable_fields
+from fabricfit.calibrate.fit import FitResult, Measurement, fit_to_fixpoint
 from fabricfit.fabric.profiles import PRESETS, FabricProfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +37,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
 # Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
+# How a preset line says its value was fitted: "(was OLD: why)" or "(default OLD)" follows.
+FITTED = "# fitted on the [calibration] rows"
 ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
 # Presets that are another preset's hardware below the leaf: they take its fitted numbers as they
 # are (only the oversubscription above the leaf differs), so they are copied, not refitted.
@@ -50,8 +56,35 @@ def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
         fabrics = (fabric, *ALSO_FIT_ON.get(fabric, ()))
         rows = [c.measurement for c in cases if c.calibration and c.fabric in fabrics]
         if rows and not preset.is_torus:
-            results[fabric] = fit_to_fixpoint(preset, rows, name=fabric)
+            text = (PRESET_DIR / f"{fabric}.yaml").read_text(encoding="utf-8")
+            results[fabric] = _fit_unfitting(preset, rows, text)
     return results
+
+
+def _fit_unfitting(preset: FabricProfile, rows: list[Measurement], text: str) -> FitResult:
+    """Fit ``preset`` to its fixpoint; a field the rows do not constrain but an earlier fit moved
+    goes back to its value before that fit (the file's comment), and the fit runs again from
+    there (restoring one field can leave another unconstrained)."""
+    result = fit_to_fixpoint(preset, rows, name=preset.name)
+    for _ in range(len(FITTABLE)):
+        restored: dict[str, Any] = {}
+        for name, _ in result.kept_fields:
+            value = _unfitted(text, name)
+            if value is not None and value != getattr(result.profile, name):
+                restored[name] = value
+        if not restored:
+            break
+        base = dataclasses.replace(result.profile, sources=preset.sources, **restored)
+        result = fit_to_fixpoint(base, rows, name=preset.name)
+    return result
+
+
+def _unfitted(text: str, name: str) -> float | None:
+    """The value a preset field had before a fit moved it, when its comment says one did."""
+    found = _field_line(name).search(text)
+    comment = (found.group("comment") if found else None) or ""
+    was = re.fullmatch(rf"{re.escape(FITTED)} \((?:was|default) (?P<old>[^:)]+).*\)", comment)
+    return float(was["old"]) if was else None
 
 
 def print_fits(results: dict[str, FitResult]) -> None:
@@ -67,41 +100,69 @@ def print_fits(results: dict[str, FitResult]) -> None:
 
 
 def write_presets(results: dict[str, FitResult]) -> None:
-    """Replace the fitted fields' values in the preset YAML files, keeping their comments."""
+    """Replace the fitted fields' values in the preset YAML files, keeping their comments. A field
+    the rows do not constrain keeps its value, or, when an earlier fit moved it (its comment says
+    so), goes back to the value it had before that fit: no row supports the fitted one."""
     for fabric, result in results.items():
         path = PRESET_DIR / f"{fabric}.yaml"
         text = path.read_text(encoding="utf-8")
-        for name in fittable_fields(result.profile):
-            value = getattr(result.profile, name)
-            line = re.compile(rf"^{name}:[ ]*[^#\n]*?(?P<pad>[ ]*)(?P<comment>#.*)?$", re.M)
-            found = line.search(text)
-            if found:
-                old = found.group(0).split("#")[0].split(":", 1)[1].strip()
-                comment = found.group("comment")
-                if float(old) != value and not (comment or "").startswith("# fitted"):
-                    was = (comment or "").lstrip("# ")
-                    comment = f"# fitted on the [calibration] rows (was {old}: {was})"
-                new = _line(name, value, comment)
-                text = text[: found.start()] + new + text[found.end() :]
-            else:
-                default = DEFAULTS[name]
-                comment = (
-                    "# default: not constrained by the [calibration] rows"
-                    if value == default
-                    else f"# fitted on the [calibration] rows (default {default})"
-                )
-                new = _line(name, value, comment)
-                text = text.replace("\nsources:", f"\n{new}\nsources:", 1)
+        for name in result.fitted_fields:
+            text = _write_fitted(text, name, getattr(result.profile, name))
+        for name, _ in result.kept_fields:
+            if getattr(result.profile, name) == _unfitted(text, name):
+                text = _restore_unfitted(text, name)
         used = sorted({r.measurement.source for r in result.rows if r.fitted})
         note = "; ".join(used).replace('"', "'")
+        kept = ", ".join(name for name, _ in result.kept_fields) or "none"
         text = re.sub(r'^  - "fitted: .*\n', "", text, flags=re.M).rstrip("\n")
         text += (
-            f'\n  - "fitted: {", ".join(fittable_fields(result.profile))} by'
+            f'\n  - "fitted: {", ".join(result.fitted_fields) or "none"} by'
             f" fabricfit.calibrate.fit on {len(result.rows)} [calibration] rows of tests/fixtures"
-            f' (cost/measurements.yaml, nccl-tests/SOURCES.yaml): {note}"\n'
+            f" (cost/measurements.yaml, nccl-tests/SOURCES.yaml): {note}; kept (no row constrains"
+            f' them): {kept}"\n'
         )
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
+
+
+def _field_line(name: str) -> re.Pattern[str]:
+    return re.compile(rf"^{name}:[ ]*[^#\n]*?(?P<pad>[ ]*)(?P<comment>#.*)?$", re.M)
+
+
+def _write_fitted(text: str, name: str, value: float) -> str:
+    found = _field_line(name).search(text)
+    if not found:
+        default = DEFAULTS[name]
+        comment = f"# fitted on the [calibration] rows (default {default})"
+        if value == default:
+            comment = "# default: not constrained by the [calibration] rows"
+        return text.replace("\nsources:", f"\n{_line(name, value, comment)}\nsources:", 1)
+    old = found.group(0).split("#")[0].split(":", 1)[1].strip()
+    comment = found.group("comment")
+    if float(old) != value and not (comment or "").startswith(FITTED):
+        was = (comment or "").lstrip("# ")
+        comment = f"{FITTED} (was {old}: {was})"
+    return text[: found.start()] + _line(name, value, comment) + text[found.end() :]
+
+
+def _restore_unfitted(text: str, name: str) -> str:
+    found = _field_line(name).search(text)
+    if not found:
+        value = DEFAULTS[name]
+        comment = "# default: not constrained by the [calibration] rows"
+        return text.replace("\nsources:", f"\n{_line(name, value, comment)}\nsources:", 1)
+    comment = found.group("comment") or ""
+    was = re.fullmatch(rf"{re.escape(FITTED)} \(was (?P<old>[^:]+): ?(?P<why>.*)\)", comment)
+    default = re.fullmatch(rf"{re.escape(FITTED)} \(default (?P<old>[^)]+)\)", comment)
+    if was:
+        line = _line(name, float(was["old"]), f"# {was['why']}" if was["why"] else None)
+    elif default:
+        line = _line(
+            name, float(default["old"]), "# default: not constrained by the [calibration] rows"
+        )
+    else:
+        return text
+    return text[: found.start()] + line + text[found.end() :]
 
 
 def copy_fitted(results: dict[str, FitResult]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from fabricfit.calibrate.dataset import load_cases
 from fabricfit.calibrate.fields import LATENCY_MAX_BYTES, UNCONSTRAINED, fittable_fields
 from fabricfit.calibrate.fit import (
     FitError,
@@ -18,7 +20,9 @@ from fabricfit.calibrate.fit import (
     predict,
 )
 from fabricfit.cost import Collective
-from fabricfit.fabric.profiles import FabricProfile, get_profile
+from fabricfit.fabric.profiles import PRESETS, FabricProfile, get_profile
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 H100 = get_profile("dgx-h100")
 SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30]
@@ -110,6 +114,19 @@ def test_a_fit_at_its_fixpoint_does_not_move_when_fitted_again() -> None:
     assert _fitted_values(again.profile) == _fitted_values(first.profile)
     assert again.fitted_fields == first.fitted_fields
     assert again.kept_fields == first.kept_fields
+
+
+def test_a_cloud_preset_fitted_on_its_latency_curve_is_its_own_fit() -> None:
+    """aws-p5 is fitted on its 2x8 and 1x8 rows <= 64 KiB only: refitting it changes nothing,
+    and its bandwidths and fills (NVLS-tree's fill per tree stage among them) are not fitted."""
+    cases = load_cases(lambda rel: (FIXTURES / rel).read_text(encoding="utf-8"), {"aws-p5"})
+    rows = [c.measurement for c in cases if c.calibration]
+    assert rows and max(m.size_bytes for m in rows) <= LATENCY_MAX_BYTES
+    preset = PRESETS["aws-p5"]
+    result = fit_profile(preset, rows, name="aws-p5")
+    assert _fitted_values(result.profile) == _fitted_values(preset)
+    assert set(BANDWIDTH_FIELDS) <= {name for name, _ in result.kept_fields}
+    assert preset.stage_fill_loops == 1.0  # the default: no p5 row constrains it
 
 
 def test_held_out_rows_are_reported_but_never_fitted_on() -> None:
