@@ -8,8 +8,11 @@ Every ``LOG`` is the stdout of ``all_reduce_perf``, ``all_gather_perf``, ``reduc
 lines, else from ``--nodes``/``--gpus-per-node``. The rows become measurements, the starting
 profile is ``--fabric`` or the preset whose predictions are closest (median |busbw error|), and
 :func:`fabricfit.calibrate.fit.fit_profile` fits its bandwidths, latencies and efficiencies.
-The result is written as a profile file of the preset schema (``--output``; loadable by
-``--fabric-file`` and ``fabricProfiles``) and a table compares each row with the fit.
+Only the fields the rows constrain are fitted (small-message logs move latencies, never a
+bandwidth or a fill); a second table gives every fittable field's base and fitted value and
+says which were kept from the base, and why. The result is written as a profile file of the
+preset schema (``--output``; loadable by ``--fabric-file`` and ``fabricProfiles``) and a table
+compares each row with the fit.
 Unreadable or unparsable input is exit 2 with one line naming the file (and line). Imports
 neither kopf nor the Kubernetes client.
 """
@@ -123,6 +126,17 @@ def render_table(result: FitResult) -> str:
     return "\n".join(lines)
 
 
+def render_fields(base: FabricProfile, result: FitResult) -> str:
+    """Every fittable field: its base and fitted value, fitted or kept from the base (and why)."""
+    lines = [f"{'field':<24}{base.name:>11}{'fitted':>11}"]
+    kept = dict(result.kept_fields)
+    for name in (*result.fitted_fields, *kept):
+        old, new = getattr(base, name), getattr(result.profile, name)
+        how = f"kept: {kept[name]}" if name in kept else "fitted"
+        lines.append(f"{name:<24}{old:>11.4g}{new:>11.4g}  {how}")
+    return "\n".join(lines)
+
+
 def _base(args: argparse.Namespace, rows: Sequence[Measurement]) -> FabricProfile:
     if args.fabric is None:
         return choose_base(rows)
@@ -158,6 +172,7 @@ def execute(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot fit {base.name} to the logs: {err}") from None
     print(f"base fabric {base.name}: median |error| {median_error(base, rows):.1%} before fitting")
     print(render_table(result))
+    print(render_fields(base, result))
     if args.output:
         sources = ", ".join(sorted({shown(p) for p in args.logs}))
         header = f"Fitted by fabricfit calibrate from {base.name} on: {sources}"

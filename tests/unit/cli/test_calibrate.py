@@ -14,6 +14,10 @@ from fabricfit.cli.main import main
 from fabricfit.fabric.catalog import parse_profile_file
 from fabricfit.fabric.profiles import FabricProfile, get_profile
 
+BANDWIDTH_FIELDS = (
+    "nvlink_efficiency", "nvls_efficiency", "nic_efficiency", "pipeline_fill_loops",
+    "stage_fill_loops", "alltoall_efficiency", "alltoall_decay", "p2p_fill_chunks",
+)  # fmt: skip
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-tests"
 ONE_NODE = LOGS / "h100-1x8-xxrjun-all-reduce.log"
 TEN_NODES = LOGS / "h100-10x8-xxrjun-all-reduce.log"
@@ -47,6 +51,35 @@ def test_two_node_counts_fit_a_loadable_profile(
         return statistics.mean(abs(math.log(1 + predict(p, m).error)) for m in rows)
 
     assert mean_log_error(profile) < mean_log_error(get_profile("dgx-h100"))
+
+
+def test_small_message_logs_move_no_bandwidth_or_fill(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's logs of <= 64 KiB only: latencies are fitted, every efficiency and fill is the
+    base's, and the field table says so."""
+    log = tmp_path / "small.log"
+    lines = (LOGS / "h100-2x8-aws-p5-all-reduce.log").read_text(encoding="utf-8").splitlines()
+    log.write_text(
+        "\n".join(line for line in lines if _size(line) <= 64 << 10) + "\n", encoding="utf-8"
+    )
+    output = tmp_path / "mine.yaml"
+    code, out, err = run(
+        capsys, str(log), "--nodes", "2", "--gpus-per-node", "8", "--collective", "all-reduce",
+        "--fabric", "aws-p5", "--output", str(output),
+    )  # fmt: skip
+    assert code == 0, err
+    base, fitted = get_profile("aws-p5"), parse_profile_file(output.read_text(), str(output))
+    for name in BANDWIDTH_FIELDS:
+        assert getattr(fitted, name) == getattr(base, name), name
+        (row,) = [line for line in out.splitlines() if line.startswith(name + " ")]
+        assert "kept: no row constrains it (no row > 64 KiB)" in row
+    assert any(line.split()[-1] == "fitted" for line in out.splitlines() if "latency" in line)
+
+
+def _size(line: str) -> int:
+    cells = line.split()
+    return int(cells[1]) if len(cells) > 1 and cells[1].isdigit() else 0
 
 
 def test_the_default_base_is_a_gpu_preset(capsys: pytest.CaptureFixture[str]) -> None:
