@@ -11,6 +11,7 @@ the lock and before any pod is pinned. After an operator restart, kopf repopulat
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -185,7 +186,12 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
         inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
         if state.infeasible.get(key) == inputs:
             return None  # nothing changed since this job last did not fit: don't plan again
-        decision = plan_placement(snapshot, request, profile, reservations=held)
+        # The search is pure CPU over frozen inputs: run it off the event loop, so the pins,
+        # binds and Placed of jobs already planned go on meanwhile (a burst of plans held each
+        # for a whole plan otherwise). The plan lock keeps it one plan at a time.
+        decision = await asyncio.to_thread(
+            plan_placement, snapshot, request, profile, reservations=held
+        )
         if not decision.feasible:
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
@@ -217,7 +223,9 @@ async def replace_and_reserve(
         snapshot, request, profile, held = _inputs(run, target)
         own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
         held = dict(Counter(held) + Counter(own))
-        replacement = replace_pods(snapshot, request, profile, current, lost, reservations=held)
+        replacement = await asyncio.to_thread(
+            replace_pods, snapshot, request, profile, current, lost, reservations=held
+        )
         if replacement is None:
             return None
         run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
