@@ -108,6 +108,10 @@ def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
         raise UsageError(
             f"--algorithm nvls needs NVSwitch in-switch reduction; {profile.name} has none"
         )
+    if args.algorithm == "nvls" and not profile.nvls_enabled:
+        raise UsageError(
+            f"--algorithm nvls: {profile.name}'s NCCL set-up disables NVLS (nvls_enabled: false)"
+        )
     if args.algorithm in ("tree", "nvls") and profile.is_torus:
         raise UsageError(
             f"--algorithm {args.algorithm} does not exist on a TPU torus ({profile.name})"

@@ -207,7 +207,7 @@ def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: T
     NVLink side (line × the tuner's NVLS efficiency × (ch−1)/ch, ×2 for all-reduce), the NIC side
     (×2 at 2 domains) and the per-channel cap; bus→alg nRanks/nsteps; latency 25 µs inside the
     domain plus 2·log2(domains) network hops of 20.9 µs. inf where NVLS-tree does not exist."""
-    if not profile.nvls or not shape.multi_domain or shape.max_per_domain < 2:
+    if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or shape.max_per_domain < 2:
         return math.inf
     n, d = shape.ranks, shape.domains
     channels, _ = nccl.nvls_tree_tuning(shape, profile)
@@ -226,7 +226,9 @@ def tree_allreduce(
     """In auto mode only where NCCL would pick tree over ring and NVLS-tree
     (``_nccl_prefers_tree``); priced
     at the physical rate (at most twice the tuner's) with the profile's wall-time latencies."""
-    if not shape.multi_domain or (auto and not _nccl_prefers_tree(size, shape, profile, t)):
+    if "tree" not in t.algorithms or not shape.multi_domain:
+        return []
+    if auto and not _nccl_prefers_tree(size, shape, profile, t):
         return []
     log_domains = nccl.log2_domains(shape)
     chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
@@ -249,6 +251,12 @@ def tree_allreduce(
     return out
 
 
+def _runs(profile: FabricProfile, t: Tiers, algorithm: str) -> bool:
+    """Whether an NVLS-family algorithm (Simple only) can run: NVLink SHARP in the hardware, and
+    the algorithm and Simple allowed by the platform's NCCL set-up."""
+    return profile.nvls and algorithm in t.algorithms and SIMPLE in t.protocols
+
+
 def _fill_s(size: int, transfer_s: float, loops: float, loop_bytes: float) -> float:
     """Pipeline fill: L = size/loop loops run at L/(L + d) of the plateau, i.e. d loops' worth
     of extra time at the call's own rate; a call smaller than one loop fills only itself."""
@@ -260,7 +268,7 @@ def nvls(
 ) -> list[Candidate]:
     """NVLS inside one domain (AR, and RS/AG up to 32 local ranks); Simple only."""
     m = shape.max_per_domain
-    if not profile.nvls or shape.multi_domain or m < 2:
+    if not _runs(profile, t, "nvls") or shape.multi_domain or m < 2:
         return []
     if collective_factor < 1.0 and m > nccl.NVLS_MAX_HEADS:
         return []
@@ -276,7 +284,7 @@ def nvls_tree_allreduce(
     """NVLS inside each domain, a tree across (tuning.cc 311-322): inter busbw = NIC egress
     (×2 at ≤ 2 domains), capped per channel, no 0.92 and bus→alg nRanks/nsteps (D2)."""
     m = shape.max_per_domain
-    if not profile.nvls or not shape.multi_domain or m < 2:
+    if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or m < 2:
         return []
     n = shape.ranks
     channels, chunk = nccl.nvls_tree_tuning(shape, profile)
@@ -314,7 +322,8 @@ def hierarchical_allreduce(
 def pat(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
     """PAT reduce-scatter / all-gather: only with one rank per node across nodes."""
     n = shape.ranks
-    if shape.nodes != n or not shape.multi_domain:
+    allowed = "pat" in t.algorithms and SIMPLE in t.protocols
+    if shape.nodes != n or not shape.multi_domain or not allowed:
         return []
     net = nccl.NET_US["pat"][SIMPLE] * t.net_scale + t.spine_us
     base = nccl.BASE_US["pat"][SIMPLE] * t.base_scale + t.net_base_us
@@ -371,7 +380,7 @@ def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) ->
     each moving one NVLink's worth, through a chunk pipeline (``nccl.p2p_nvlink_fill``)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
-    peer, fill, protocols = t.one_nic_gb_per_s, 1.0, t.protocols
+    peer, fill, protocols = t.one_nic_gb_per_s, 1.0, nccl.default_protocols(shape, profile)
     if multi:
         peer = min(peer, nccl.p2p_peer_gb_per_s(shape, profile, t.channels))
     elif shape.nodes == 1:

@@ -92,10 +92,11 @@ def _gpu_candidates(
     load: float,
     algorithm: str,
 ) -> list[Candidate]:
-    """The candidates NCCL enables for this collective and scope (tuning.cc enable rules)."""
+    """The candidates NCCL enables for this collective and scope (tuning.cc enable rules), of
+    the algorithms and protocols the platform's NCCL set-up allows (``nccl.Tiers``)."""
     n, d = shape.ranks, shape.domains
     factor = bus_factor(collective, n)
-    t = nccl.tiers(shape, profile, load)
+    t = nccl.tiers(shape, profile, load, forced=algorithm != "auto")
     if collective is Collective.ALL_REDUCE:
         found = [
             *alg.ring(

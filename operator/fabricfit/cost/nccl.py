@@ -29,9 +29,11 @@ oversubscription of the tiers it climbs; ``load`` groups sharing the busiest NIC
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Final, NamedTuple
 
 from fabricfit.cost.shape import GroupShape
+from fabricfit.fabric.ncclsetup import MODEL_ALGORITHM
 from fabricfit.fabric.profiles import FabricProfile
 
 PROTOCOLS: Final = ("LL", "LL128", "Simple")
@@ -234,12 +236,34 @@ def tree_loop_bytes(size: int, shape: GroupShape, channels: float, proto: int) -
     return ch * chunk
 
 
-def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
+def default_protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
     """Protocols NCCL enables by default: LL128 only on SM90+ or on NVLink-only paths
-    (tuning.cc enable rules), so an Ampere group that crosses the network has LL and Simple."""
+    (tuning.cc enable rules), so an Ampere group that crosses the network has LL and Simple.
+    p2p (send-recv, all-to-all) keeps these whatever NCCL_PROTO says: NCCL picks a p2p op's
+    protocol by size alone (enqueue.cc:932-933)."""
     if profile.arch == "ampere" and shape.multi_domain:
         return (LL, SIMPLE)
     return (LL, LL128, SIMPLE)
+
+
+def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
+    """Protocols a collective may run in: the platform's ``nccl_protocols`` when it sets them
+    (NCCL_PROTO naming LL128 enables it on every path, tuning.cc 518-536), else the default."""
+    if profile.nccl_protocols is None:
+        return default_protocols(shape, profile)
+    return tuple(i for i, name in enumerate(PROTOCOLS) if name in profile.nccl_protocols)
+
+
+@lru_cache(maxsize=256)
+def algorithms(profile: FabricProfile, *, forced: bool) -> frozenset[str]:
+    """Algorithms NCCL may run on the platform: its ``nccl_algorithms`` (NCCL_ALGO) unless the
+    job forces one (a job's own NCCL_ALGO replaces the platform's), without NVLS and NVLS-tree
+    when ``nvls_enabled`` is false (NCCL_NVLS_ENABLE=0 leaves nvlsSupport 0, nvls.cc:262)."""
+    names = profile.nccl_algorithms if profile.nccl_algorithms and not forced else MODEL_ALGORITHM
+    found = {MODEL_ALGORITHM[n] for n in names if n in MODEL_ALGORITHM}
+    if not profile.nvls_enabled:
+        found -= {"nvls", "nvls-tree"}
+    return frozenset(found)
 
 
 def spine_extra_us(shape: GroupShape, profile: FabricProfile) -> float:
@@ -394,10 +418,11 @@ class Tiers(NamedTuple):
     net_scale: float  # wall-time network step / NCCL's
     net_base_us: float  # per call once NICs are crossed
     spine_us: float  # extra switch latency per network step
-    protocols: tuple[int, ...]
+    protocols: tuple[int, ...]  # collectives' protocols (the platform's NCCL_PROTO)
+    algorithms: frozenset[str]  # collectives' algorithms (NCCL_ALGO, NCCL_NVLS_ENABLE)
 
 
-def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
+def tiers(shape: GroupShape, profile: FabricProfile, load: float, *, forced: bool = False) -> Tiers:
     multi = shape.multi_domain
     out, p2p, tier, nics = 0.0, 0.0, "nvlink", 0.0
     if multi:
@@ -423,6 +448,7 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float) -> Tiers:
         net_base_us=profile.net_base_latency_us if multi else 0.0,
         spine_us=spine_extra_us(shape, profile),
         protocols=protocols(shape, profile),
+        algorithms=algorithms(profile, forced=forced),
     )
 
 

@@ -149,7 +149,7 @@ def profile_document(profile: FabricProfile) -> dict[str, Any]:
             if value is not None:
                 doc[key] = {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
             continue
-        if key == "description" and not value:
+        if (key == "description" and not value) or value is None:  # None: an unset NCCL setting
             continue
         doc[key] = _plain(value)
     return doc

@@ -23,6 +23,10 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
   GPUs). Their defaults are NCCL's own constants or
   neutral values, so a profile written before they existed still loads and means the same;
+* optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
+  ``nvls_enabled``): what its documented NCCL environment lets NCCL run (``NCCL_ALGO``,
+  ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``). Unset, NCCL considers everything it would by default;
+  set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc);
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
   the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
   failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
@@ -48,6 +52,8 @@ from types import MappingProxyType
 from typing import Any
 
 import yaml
+
+from fabricfit.fabric.ncclsetup import NcclSetupError, parse_algorithms, parse_protocols
 
 DEFAULT_PROFILE = "dgx-h100"
 ARCHES = ("ampere", "hopper", "blackwell", "tpu")
@@ -120,6 +126,11 @@ class FabricProfile:
     # p2p inside a node (send/recv, all-to-all): chunk times to fill the copy-in/copy-out
     # pipeline of each channel's FIFO (one chunk: the receiver waits for the first one).
     p2p_fill_chunks: float = 1.0
+    # The platform's NCCL set-up, as NCCL reads NCCL_ALGO / NCCL_PROTO (canonical names, in
+    # NCCL's order; None = not set: everything NCCL would consider) and NCCL_NVLS_ENABLE.
+    nccl_algorithms: tuple[str, ...] | None = None
+    nccl_protocols: tuple[str, ...] | None = None
+    nvls_enabled: bool = True
     # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
     spare_nodes_per_nvlink_domain: int = 0
     torus: TorusSpec | None = None
@@ -168,7 +179,15 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
 OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
     {"spare_nodes_per_nvlink_domain": (0, 1024)}
 )
-_OPTIONAL = (*OPTIONAL_RANGES, *OPTIONAL_INTEGER_RANGES, "torus", "description", "sources")
+NCCL_SETUP_FIELDS = ("nccl_algorithms", "nccl_protocols", "nvls_enabled")
+_OPTIONAL = (
+    *OPTIONAL_RANGES,
+    *OPTIONAL_INTEGER_RANGES,
+    *NCCL_SETUP_FIELDS,
+    "torus",
+    "description",
+    "sources",
+)
 _GPU_REQUIRED = tuple(f.name for f in fields(FabricProfile) if f.name not in (*_OPTIONAL, "_hash"))
 _TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
 
@@ -205,9 +224,24 @@ def _optional_integers(doc: Mapping[str, Any]) -> dict[str, int]:
     return {k: _integer(doc, k, low=lo, high=hi) for k, (lo, hi) in low_high if k in doc}
 
 
+def _nccl_setup(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The platform's NCCL set-up ``doc`` gives, validated (absent or null: not set)."""
+    found: dict[str, Any] = {}
+    try:
+        if doc.get("nccl_algorithms") is not None:
+            found["nccl_algorithms"] = parse_algorithms(doc["nccl_algorithms"])
+        if doc.get("nccl_protocols") is not None:
+            found["nccl_protocols"] = parse_protocols(doc["nccl_protocols"])
+    except NcclSetupError as err:
+        raise ProfileError(str(err)) from None
+    if doc.get("nvls_enabled") is not None:
+        found["nvls_enabled"] = _flag(doc, "nvls_enabled")
+    return found
+
+
 def _optional(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The optional numeric fields ``doc`` gives, validated (absent: the dataclass default)."""
-    return {**_optional_numbers(doc), **_optional_integers(doc)}
+    """The optional fields ``doc`` gives, validated (absent: the dataclass default)."""
+    return {**_optional_numbers(doc), **_optional_integers(doc), **_nccl_setup(doc)}
 
 
 def _flag(doc: Mapping[str, Any], key: str) -> bool:
@@ -321,6 +355,12 @@ def _check_consistency(profile: FabricProfile) -> None:
         raise ProfileError(
             "spare_nodes_per_nvlink_domain must be below the nodes of one NVLink domain "
             f"({spares} vs {nodes_per_domain}; spares apply to multi-node NVLink domains)"
+        )
+    nccl_setup = (profile.nccl_algorithms, profile.nccl_protocols, not profile.nvls_enabled)
+    if profile.torus is not None and any(nccl_setup):
+        raise ProfileError(
+            "profile fields nccl_algorithms, nccl_protocols and nvls_enabled describe NCCL; "
+            "a TPU profile (arch 'tpu') takes none of them"
         )
     if profile.nvls and profile.nvls_efficiency <= 0:
         raise ProfileError("nvls_efficiency must be > 0 when nvls is true")

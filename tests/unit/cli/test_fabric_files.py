@@ -56,6 +56,41 @@ def test_a_bad_profile_file_is_one_line_and_exit_2(
     assert str(bad) in err and "'nic_efficiency'" in err
 
 
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"nccl_protocols": "Simple,LL256"}, "'nccl_protocols'"),
+        ({"nccl_algorithms": ["Tree"]}, "'nccl_algorithms'"),
+        ({"nvls_enabled": "off"}, "'nvls_enabled'"),
+    ],
+)
+def test_a_bad_nccl_set_up_names_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, object], field: str
+) -> None:
+    bad = write_profile(tmp_path / "bad.yaml", "bad-h100", **changes)
+    code, out, err = run(capsys, *COST, "--gpus-per-node", "8", "--fabric-file", str(bad))
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert str(bad) in err and field in err
+
+
+def test_cost_follows_the_profiles_nccl_set_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    simple = write_profile(
+        tmp_path / "simple.yaml", "simple-h100", nccl_protocols="Simple", nvls_enabled=False
+    )
+    code, out, err = run(
+        capsys, *COST, "--gpus-per-node", "8", "--fabric-file", str(simple), "--json"
+    )
+    assert code == 0, err
+    body = json.loads(out)
+    assert (body["protocol"], body["algorithm"] in ("ring", "tree")) == ("Simple", True)
+    code, out, err = run(
+        capsys, *COST, "--gpus-per-node", "8", "--fabric-file", str(simple), "--algorithm", "nvls"
+    )
+    assert code == 2 and "nvls_enabled: false" in err
+
+
 def test_plan_uses_the_file_and_reports_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -155,6 +155,15 @@ def _edit(preset: str, **changes: object) -> str:
         (_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=18), "below the nodes of one NVLink"),
         (_edit("dgx-h100", spare_nodes_per_nvlink_domain=1), "\\(1 vs 1; spares apply to multi"),
         (_edit("tpu-v4", spare_nodes_per_nvlink_domain=1), "spare_nodes_per_nvlink_domain"),
+        (_edit("dgx-h100", nccl_protocols="Simple,LL64"), "unknown name 'LL64'"),
+        (_edit("dgx-h100", nccl_protocols=[]), "'nccl_protocols' enables nothing"),
+        (_edit("dgx-h100", nccl_protocols="^LL,LL128,Simple"), "enables nothing"),
+        (_edit("dgx-h100", nccl_protocols=7), "must be a list of names or NCCL's string"),
+        (_edit("dgx-h100", nccl_algorithms="allreduce:tree"), "per-collective lists"),
+        (_edit("dgx-h100", nccl_algorithms=["Tree", "NVLS"]), "must enable Ring"),
+        (_edit("dgx-h100", nccl_algorithms=[["Ring"]]), "unknown name \\['Ring'\\]"),
+        (_edit("dgx-h100", nvls_enabled="0"), "'nvls_enabled' must be true or false"),
+        (_edit("tpu-v4", nccl_protocols=["Simple"]), "TPU profile .* takes none of them"),
     ],
 )
 def test_bad_custom_profiles_are_rejected_with_one_line(text: str, message: str) -> None:
@@ -171,6 +180,37 @@ def test_spare_nodes_are_a_profile_setting() -> None:
     assert site != get_profile("gb200-nvl72")
     assert load_profile(_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=17)) is not None
     assert get_profile("dgx-h100").spare_nodes_per_nvlink_domain == 0
+
+
+def test_nccl_set_up_reads_as_nccl_reads_its_environment() -> None:
+    # NCCL's names, case-insensitive, as a list or NCCL's own string ("^" = all but)
+    unset = get_profile("dgx-h100")
+    assert (unset.nccl_algorithms, unset.nccl_protocols, unset.nvls_enabled) == (None, None, True)
+    site = load_profile(
+        _edit(
+            "dgx-h100",
+            name="tcpxo-like",
+            nccl_algorithms="ring,TREE",
+            nccl_protocols="^ll",
+            nvls_enabled=False,
+        )
+    )
+    assert (site.nccl_algorithms, site.nccl_protocols, site.nvls_enabled) == (
+        ("Tree", "Ring"),
+        ("LL128", "Simple"),
+        False,
+    )
+    same = load_profile(
+        _edit(
+            "dgx-h100",
+            name="tcpxo-like",
+            nccl_algorithms=["Tree", "Ring"],
+            nccl_protocols=["Simple", "LL128"],
+            nvls_enabled=False,
+        )
+    )
+    assert same == site and hash(same) == hash(site)
+    assert load_profile(_edit("dgx-h100", nccl_algorithms=None, nccl_protocols=None)) == unset
 
 
 def test_a_custom_profile_loads() -> None:
