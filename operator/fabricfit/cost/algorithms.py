@@ -126,11 +126,13 @@ def _nccl_ring_s(
 ) -> float:
     """NCCL's tuner time for a ring across domains (tuning.cc 400-412 @5067397c): base, the
     intra-domain steps at the NVLink hop (at least the net overhead), the inter-domain steps at
-    the network hop, ×1.4 for a Simple all-reduce once chunks are full (``ncclTopoGetAlgoTime``);
-    ``t`` as the tuner sees it (``_tuner_tiers``)."""
+    the tuner's network hop (``nccl.tuner_net_hop_us``: with the plugin's latency), ×1.4 for a
+    Simple all-reduce once chunks are full (``ncclTopoGetAlgoTime``); ``t`` as the tuner sees it
+    (``_tuner_tiers``)."""
     steps, inter = schedule.steps, schedule.inter
     intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])
-    lat = nccl.BASE_US["ring"][proto] + (steps - inter) * intra + inter * nccl.NET_US["ring"][proto]
+    net = nccl.tuner_net_hop_us("ring", proto, profile)
+    lat = nccl.BASE_US["ring"][proto] + (steps - inter) * intra + inter * net
     if proto == SIMPLE and schedule.allreduce and size >= 64 * shape.ranks * max(t.channels, 1):
         lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
     bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
@@ -186,16 +188,16 @@ def _tree_physical_alg_gb_per_s(t: Tiers, proto: int, domains: int) -> float:
 
 def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> bool:
     """NCCL's own choice of tree over ring and NVLS-tree all-reduce: its latency constants (hop
-    types summed, tuning.cc 400-420) and its bandwidths (per-channel caps, size correction)."""
+    types summed, tuning.cc 400-420; network hops with the plugin's latency) and its bandwidths
+    (per-channel caps, size correction)."""
     n, d, m = shape.ranks, shape.domains, shape.max_per_domain
     schedule = RingSteps(2 * (n - 1), 2 * (d - 1), 2 * (n - 1) / n, allreduce=True)
     t = _tuner_tiers(shape, profile, t)
     ring_s, tree_s = math.inf, math.inf
     for proto in t.protocols:
         ring_s = min(ring_s, _nccl_ring_s(size, shape, profile, t, schedule, proto=proto))
-        hops = (m - 1) * nccl.NVLINK_US["tree"][proto] + nccl.log2_domains(shape) * nccl.NET_US[
-            "tree"
-        ][proto]
+        net = nccl.tuner_net_hop_us("tree", proto, profile)
+        hops = (m - 1) * nccl.NVLINK_US["tree"][proto] + nccl.log2_domains(shape) * net
         lat = nccl.BASE_US["tree"][proto] + 2 * hops
         alg = _tree_tuner_alg_gb_per_s(shape, profile, t, proto) * nccl.tree_correction(size, proto)
         tree_s = min(tree_s, lat * US + size / (alg * GB))
@@ -206,7 +208,8 @@ def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: T
     """NCCL's tuner time for NVLS-tree all-reduce (tuning.cc 306-322, 380, 426): per channel the
     NVLink side (line × the tuner's NVLS efficiency × (ch−1)/ch, ×2 for all-reduce), the NIC side
     (×2 at 2 domains) and the per-channel cap; bus→alg nRanks/nsteps; latency 25 µs inside the
-    domain plus 2·log2(domains) network hops of 20.9 µs. inf where NVLS-tree does not exist."""
+    domain plus 2·log2(domains) network hops of 20.9 µs and twice the plugin's latency (Simple,
+    ``nccl.tuner_net_hop_us``). inf where NVLS-tree does not exist."""
     if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or shape.max_per_domain < 2:
         return math.inf
     n, d = shape.ranks, shape.domains
@@ -216,7 +219,8 @@ def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: T
     inter = (2.0 if d <= 2 else 1.0) * t.out_gb_per_s
     caps = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)
     alg = min(intra, inter, channels * caps[nccl.node_index(shape)]) * n / (2 * (n - 1))
-    lat = nccl.NVLINK_US_NVLS_TREE + 2 * nccl.log2_floor(d) * nccl.NET_US["nvls-tree"][SIMPLE]
+    net = nccl.tuner_net_hop_us("nvls-tree", SIMPLE, profile)
+    lat = nccl.NVLINK_US_NVLS_TREE + 2 * nccl.log2_floor(d) * net
     return lat * US + size / (alg * GB)
 
 

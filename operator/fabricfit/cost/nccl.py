@@ -474,6 +474,15 @@ def net_hop_us(t: Tiers, algorithm: str, proto: int) -> float:
     return NET_HOP_ROUNDS[proto] * hop
 
 
+def tuner_net_hop_us(algorithm: str, proto: int, profile: FabricProfile) -> float:
+    """What NCCL's tuner charges one step across NICs when it chooses (tuning.cc:386-391
+    @5067397c): its network hop constant plus the latency the network plugin reports
+    (``net_plugin_latency_us``; search.cc:745 copies it into the graph), that once more for
+    Simple ("Also add the flush extra latency"). Choice only: wall time uses ``net_hop_us``."""
+    rounds = 2.0 if proto == SIMPLE else 1.0
+    return NET_US[algorithm][proto] + rounds * profile.net_plugin_latency_us
+
+
 def log2_floor(n: int) -> int:
     return n.bit_length() - 1 if n > 0 else 0
 

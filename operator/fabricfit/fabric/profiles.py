@@ -26,7 +26,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
 * optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
   ``nvls_enabled``): what its documented NCCL environment lets NCCL run (``NCCL_ALGO``,
   ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``). Unset, NCCL considers everything it would by default;
-  set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc);
+  set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc). Next to it
+  ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
+  NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value);
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
   the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
   failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
@@ -131,6 +133,11 @@ class FabricProfile:
     nccl_algorithms: tuple[str, ...] | None = None
     nccl_protocols: tuple[str, ...] | None = None
     nvls_enabled: bool = True
+    # The latency (µs) the platform's network plugin reports to NCCL (ncclNetProperties_t
+    # .latency): NCCL's tuner adds it to every network step, twice for Simple (tuning.cc:389-391),
+    # so it steers NCCL's choice of algorithm and protocol; not wall time. 0: NCCL's own IB and
+    # socket transports report 0 (net_ib/init.cc:558, net_socket.cc:174).
+    net_plugin_latency_us: float = 0.0
     # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
     spare_nodes_per_nvlink_domain: int = 0
     torus: TorusSpec | None = None
@@ -173,6 +180,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
         "p2p_fill_chunks": (0.0, 1_000.0),
+        "net_plugin_latency_us": (0.0, 10_000.0),
     }
 )
 # Optional integer fields, as above.
@@ -356,11 +364,16 @@ def _check_consistency(profile: FabricProfile) -> None:
             "spare_nodes_per_nvlink_domain must be below the nodes of one NVLink domain "
             f"({spares} vs {nodes_per_domain}; spares apply to multi-node NVLink domains)"
         )
-    nccl_setup = (profile.nccl_algorithms, profile.nccl_protocols, not profile.nvls_enabled)
+    nccl_setup = (
+        profile.nccl_algorithms,
+        profile.nccl_protocols,
+        not profile.nvls_enabled,
+        profile.net_plugin_latency_us,
+    )
     if profile.torus is not None and any(nccl_setup):
         raise ProfileError(
-            "profile fields nccl_algorithms, nccl_protocols and nvls_enabled describe NCCL; "
-            "a TPU profile (arch 'tpu') takes none of them"
+            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled and "
+            "net_plugin_latency_us describe NCCL; a TPU profile (arch 'tpu') takes none of them"
         )
     if profile.nvls and profile.nvls_efficiency <= 0:
         raise ProfileError("nvls_efficiency must be > 0 when nvls is true")

@@ -164,6 +164,10 @@ def _edit(preset: str, **changes: object) -> str:
         (_edit("dgx-h100", nccl_algorithms=[["Ring"]]), "unknown name \\['Ring'\\]"),
         (_edit("dgx-h100", nvls_enabled="0"), "'nvls_enabled' must be true or false"),
         (_edit("tpu-v4", nccl_protocols=["Simple"]), "TPU profile .* takes none of them"),
+        (_edit("dgx-h100", net_plugin_latency_us=-1), "must be within \\[0.0, 10000.0\\]"),
+        (_edit("dgx-h100", net_plugin_latency_us="75us"), "'net_plugin_latency_us' must be a"),
+        (_edit("dgx-h100", net_plugin_latency_us=True), "'net_plugin_latency_us' must be a"),
+        (_edit("tpu-v4", net_plugin_latency_us=75), "TPU profile .* takes none of them"),
     ],
 )
 def test_bad_custom_profiles_are_rejected_with_one_line(text: str, message: str) -> None:
@@ -180,6 +184,14 @@ def test_spare_nodes_are_a_profile_setting() -> None:
     assert site != get_profile("gb200-nvl72")
     assert load_profile(_edit("gb200-nvl72", spare_nodes_per_nvlink_domain=17)) is not None
     assert get_profile("dgx-h100").spare_nodes_per_nvlink_domain == 0
+
+
+def test_net_plugin_latency_is_the_plugins_reported_value() -> None:
+    # NCCL's own IB and socket transports report 0 (net_ib/init.cc:558, net_socket.cc:174)
+    assert get_profile("dgx-h100").net_plugin_latency_us == 0.0
+    site = load_profile(_edit("dgx-h100", name="site-efa", net_plugin_latency_us=35))
+    assert site.net_plugin_latency_us == 35.0 and site != get_profile("dgx-h100")
+    assert load_profile(_edit("tpu-v4", net_plugin_latency_us=0)) == get_profile("tpu-v4")
 
 
 def test_nccl_set_up_reads_as_nccl_reads_its_environment() -> None:
