@@ -31,7 +31,9 @@ KNOWN_MISS_BANDS = {
     ("64KiB-16MiB", "2-4 domains", "all-reduce"): "2x8 cloud runs (held out) whose selection is"
     " not published: GCP A3 Mega under its documented Ring,Tree / Simple / no-NVLS set-up is"
     " slower than any such schedule at 8-32 MiB (Google's tuner plugin, unpublished config);"
-    " AWS p5 runs tree LL128 at 2-8 MiB where NCCL 2.30.7's tuner picks NVLS-tree",
+    " AWS p5 runs tree LL128 at 2-16 MiB (the model now picks it too, with aws-ofi-nccl's"
+    " reported 75 us in NCCL's tuner) but 12-33 % slower than the model's tree (cited"
+    " bandwidths and fills: p5's calibration rows are <= 64 KiB)",
     ("16-256MiB", "2-4 domains", "all-reduce"): "same A3 Mega run at 32-128 MiB (94 % worst; its"
     " bandwidths and fills are cited, not fitted: its calibration rows are <= 64 KiB)",
 }

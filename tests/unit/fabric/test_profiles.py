@@ -187,8 +187,11 @@ def test_spare_nodes_are_a_profile_setting() -> None:
 
 
 def test_net_plugin_latency_is_the_plugins_reported_value() -> None:
-    # NCCL's own IB and socket transports report 0 (net_ib/init.cc:558, net_socket.cc:174)
+    # NCCL's own IB and socket transports report 0 (net_ib/init.cc:558, net_socket.cc:174);
+    # aws-ofi-nccl reports 75 us on p5 (platform-aws.c)
     assert get_profile("dgx-h100").net_plugin_latency_us == 0.0
+    assert get_profile("aws-p5").net_plugin_latency_us == 75.0
+    assert {p.net_plugin_latency_us for n, p in PRESETS.items() if n != "aws-p5"} == {0.0}
     site = load_profile(_edit("dgx-h100", name="site-efa", net_plugin_latency_us=35))
     assert site.net_plugin_latency_us == 35.0 and site != get_profile("dgx-h100")
     assert load_profile(_edit("tpu-v4", net_plugin_latency_us=0)) == get_profile("tpu-v4")
