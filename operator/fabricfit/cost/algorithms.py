@@ -37,7 +37,7 @@ bandwidth of the tiers the group crosses:
   carrying one NVLink's worth (topo.h), at most the NVLink path, through a chunk pipeline
   that takes d chunk times to fill; across domains one NIC (PXN keeps it on-rail; nccl 2.12
   blog) at most the peer's p2p channels × 14 GB/s × NIC efficiency
-  (``nccl.p2p_channels_per_peer``: NCCL gives a peer fewer channels as the communicator grows);
+  (``p2p.p2p_channels_per_peer``: NCCL gives a peer fewer channels as the communicator grows);
 * hierarchical (AR, only when forced): intra RS, inter AR, intra AG as sequential phases. NCCL
   does not implement it, so ``auto`` never picks it; it stays as a what-if for ``--algorithm``.
 """
@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fabricfit.cost import nccl
+from fabricfit.cost import nccl, p2p
 from fabricfit.cost.nccl import LL, LL128, SIMPLE, Tiers
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
@@ -353,7 +353,7 @@ def pairwise_alltoall(
     multi = shape.multi_domain
     if shape.nodes == 1:  # every peer's op fills its channels' chunk pipeline (send_recv)
         peer_bytes = size // n
-        nvl_s *= nccl.p2p_nvlink_fill(peer_bytes, nccl.p2p_nvlink_channels(peer_bytes, n), profile)
+        nvl_s *= p2p.p2p_nvlink_fill(peer_bytes, p2p.p2p_nvlink_channels(peer_bytes, n), profile)
     if multi:
         net_bw = t.p2p_out_gb_per_s * alltoall_efficiency(shape, profile)
         net_s = m * size * (n - m) / n / (net_bw * GB)
@@ -380,19 +380,19 @@ def pairwise_alltoall(
 
 def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> list[Candidate]:
     """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail). Inside one
-    node the op runs on the channels NCCL gives it for its size (``nccl.p2p_nvlink_channels``),
-    each moving one NVLink's worth, through a chunk pipeline (``nccl.p2p_nvlink_fill``)."""
+    node the op runs on the channels NCCL gives it for its size (``p2p.p2p_nvlink_channels``),
+    each moving one NVLink's worth, through a chunk pipeline (``p2p.p2p_nvlink_fill``)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
     peer, fill, protocols = t.one_nic_gb_per_s, 1.0, nccl.default_protocols(shape, profile)
     if multi:
-        peer = min(peer, nccl.p2p_peer_gb_per_s(shape, profile, t.channels))
+        peer = min(peer, p2p.p2p_peer_gb_per_s(shape, profile, t.channels))
     elif shape.nodes == 1:
-        channels = nccl.p2p_nvlink_channels(size, shape.ranks)
-        per_channel = nccl.P2P_CHANNEL_NVLINK_GB_PER_S.get(profile.arch, peer)
+        channels = p2p.p2p_nvlink_channels(size, shape.ranks)
+        per_channel = p2p.P2P_CHANNEL_NVLINK_GB_PER_S.get(profile.arch, peer)
         peer = min(peer, channels * per_channel)
-        fill = nccl.p2p_nvlink_fill(size, channels, profile)
-        protocols = (nccl.p2p_protocol(size, channels),)
+        fill = p2p.p2p_nvlink_fill(size, channels, profile)
+        protocols = (p2p.p2p_protocol(size, channels),)
     return [
         Candidate(
             "p2p",

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from fabricfit.cost import Collective, GroupShape, estimate_shape, nccl
+from fabricfit.cost import Collective, GroupShape, estimate_shape, nccl, p2p
 from fabricfit.fabric.profiles import get_profile
 
 H100 = get_profile("dgx-h100")
@@ -101,9 +101,9 @@ def test_send_recv_peers_get_fewer_p2p_channels_in_larger_communicators() -> Non
     # duplicated, doubled); 16 at 8 GPUs + 8 NICs (8 rings, not duplicated below 50 GB/s)
     assert nccl.collective_channels(1, H100) == 4
     assert nccl.collective_channels(8, H100) == 16
-    assert nccl.p2p_channels_per_peer(one_gpu_per_node(2), H100, 1) == 4
-    assert nccl.p2p_channels_per_peer(one_gpu_per_node(10), H100, 1) == 2  # 2 batches of 8 peers
-    assert nccl.p2p_channels_per_peer(nodes_of_8(10), H100, 8) == 1
+    assert p2p.p2p_channels_per_peer(one_gpu_per_node(2), H100, 1) == 4
+    assert p2p.p2p_channels_per_peer(one_gpu_per_node(10), H100, 1) == 2  # 2 batches of 8 peers
+    assert p2p.p2p_channels_per_peer(nodes_of_8(10), H100, 8) == 1
     two = estimate_shape(Collective.SEND_RECV, 1 << 30, one_gpu_per_node(2), H100)
     ten = estimate_shape(Collective.SEND_RECV, 1 << 30, one_gpu_per_node(10), H100)
     assert two.busbw_gb_per_s > 0.95 * H100.nic_gb_per_s  # the NIC binds
@@ -116,12 +116,12 @@ def test_send_recv_inside_a_node_runs_on_the_channels_nccl_splits_it_over() -> N
     cases = [(64 * KIB, 8, 1), (MIB, 8, 4), (64 * MIB, 8, 4), (128 * MIB, 8, 8),
              (256 * MIB, 8, 16), (512 * MIB, 8, 32), (8 << 30, 8, 32), (MIB, 2, 16)]  # fmt: skip
     for size, ranks, channels in cases:
-        assert nccl.p2p_nvlink_channels(size, ranks) == channels, (size, ranks)
-    assert nccl.p2p_protocol(64 * KIB, 4) == nccl.LL
-    assert nccl.p2p_protocol(64 * KIB + 1, 4) == nccl.SIMPLE
+        assert p2p.p2p_nvlink_channels(size, ranks) == channels, (size, ranks)
+    assert p2p.p2p_protocol(64 * KIB, 4) == nccl.LL
+    assert p2p.p2p_protocol(64 * KIB + 1, 4) == nccl.SIMPLE
 
     node = GroupShape(8, 1, 1, 8, 8, 8, 8, 1, False, 1, True)
-    link = nccl.P2P_CHANNEL_NVLINK_GB_PER_S["hopper"]
+    link = p2p.P2P_CHANNEL_NVLINK_GB_PER_S["hopper"]
     at_64 = estimate_shape(Collective.SEND_RECV, 64 * MIB, node, H100)
     at_128 = estimate_shape(Collective.SEND_RECV, 128 * MIB, node, H100)
     huge = estimate_shape(Collective.SEND_RECV, 8 << 30, node, H100)

@@ -13,7 +13,7 @@ from fabricfit.cost import (
     estimate_collective,
     estimate_concurrent,
     estimate_shape,
-    nccl,
+    p2p,
     summarize_group,
 )
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, get_profile
@@ -75,8 +75,8 @@ def test_time_grows_with_size(
     # inside a node NCCL gives a larger send/recv more channels, and that can make it faster
     # (test_send_recv_in_a_node_speeds_up_where_nccl_adds_channels); compare at equal channels
     if collective is Collective.SEND_RECV and shape.nodes == 1:
-        channels = nccl.p2p_nvlink_channels(size, shape.ranks)
-        assume(nccl.p2p_nvlink_channels(size * factor, shape.ranks) == channels)
+        channels = p2p.p2p_nvlink_channels(size, shape.ranks)
+        assume(p2p.p2p_nvlink_channels(size * factor, shape.ranks) == channels)
     small = estimate_shape(collective, size, shape, profile)
     large = estimate_shape(collective, size * factor, shape, profile)
     assert large.seconds >= small.seconds
