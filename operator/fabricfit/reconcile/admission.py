@@ -58,7 +58,7 @@ from fabricfit.render.admissionjob import (
     job_waiting_message,
     stalled,
 )
-from fabricfit.render.kinds import kueue_workloads, pod_spec_frozen, pod_templates
+from fabricfit.render.kinds import pod_spec_frozen, pod_templates
 
 ADMISSION_MODE = "admission-check"
 _REASONS = {r.value: r for r in Reason}
@@ -93,12 +93,11 @@ def find_job(
     return collect(kind, namespace, name, parts, expected)
 
 
-def admit(run: Run, target: Target) -> Admitted | None:
+def admit(run: Run, target: Target, expected: int) -> Admitted | None:
     """The target to plan; None when fabricfit must not hold a plan now (the draft says why;
-    see the module doc)."""
+    see the module doc). ``expected``: how many Workloads Kueue makes for the job."""
     ref = target.ref
     kueue = run.views_of().kueue
-    expected = kueue_workloads(ref.kind, target.workload)
     job = find_job(kueue, run.namespace, ref.kind, ref.name, expected)
     if job is None:
         hold_nothing(

@@ -39,6 +39,7 @@ from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.kube.workloads import patch_pod, patch_workload
+from fabricfit.reconcile.admission import ADMISSION_MODE
 from fabricfit.reconcile.context import Refusal, Target
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kinds import (
@@ -175,7 +176,7 @@ async def apply_to_workload(
     if spec.placement.mode == "advisory":
         return result
     frozen = pod_spec_frozen(ref.kind, workload)
-    if spec.placement.mode == "admission-check" and frozen:
+    if spec.placement.mode == ADMISSION_MODE and frozen:
         # A queued LeaderWorkerSet: its pod spec is frozen (it was created with the gate, or
         # the admission refuses it), and a metadata patch would roll its groups out; the
         # check's podSetUpdates put fabricfit's label on the pods when Kueue admits them.

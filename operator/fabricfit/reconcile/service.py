@@ -202,7 +202,7 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     may_pin = True
     if spec.placement.mode == admission.ADMISSION_MODE:
         found.workloads = kueue_workloads(target.ref.kind, target.workload)
-        admitted = admission.admit(run, target)
+        admitted = admission.admit(run, target, found.workloads)
         if admitted is None:
             raise _StopError
         target, may_pin = admitted.target, admitted.ready
