@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,40 @@ def test_json_carries_per_job_figures_and_series(capsys: pytest.CaptureFixture[s
     # the topology-blind spread pays for it on a 2:1 fabric: more communication, more spine bytes
     assert ours["commGpuSeconds"] < spread["commGpuSeconds"]
     assert ours["spineBytes"] < spread["spineBytes"]
+
+
+def test_queue_policy_applies_to_fabricfit_only_and_is_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trace = TRACES / "published-mix.yaml"
+    argv = ["simulate", "--nodes", str(NODES), "--trace", str(trace), "--fabric", "h100-rail-only"]
+    assert main([*argv, "--json"]) == 0
+    fifo = json.loads(capsys.readouterr().out)["placers"]
+    assert main([*argv, "--json", "--queue-policy", "wait-if-faster"]) == 0
+    held = json.loads(capsys.readouterr().out)["placers"]
+    before, after = fifo["fabricfit"], held["fabricfit"]
+    assert before["queuePolicy"] == "strict-fifo" and before["heldJobs"] == 0
+    assert after["queuePolicy"] == "wait-if-faster" and after["heldJobs"] > 0
+    # the peers cannot price a placement: they stay strictly FIFO, their replay unchanged
+    for peer in ("kueue-bestfit", "spread"):
+        assert held[peer] == fifo[peer] and held[peer]["queuePolicy"] == "strict-fifo"
+    # every hold is repaid by the held job itself: it ends no later than it would have
+    ends = {j["name"]: j["end"] for j in fifo["fabricfit"]["jobs"]}
+    waited = [
+        j
+        for j in held["fabricfit"]["jobs"]
+        if j["waitSeconds"] > 0 and j["stepCommSeconds"] < 0.99 * _step(fifo, j["name"])
+    ]
+    assert waited and any(j["end"] < ends[j["name"]] for j in waited)
+    assert main([*argv, "--queue-policy", "wait-if-faster", "--placer", "fabricfit"]) == 0
+    out = capsys.readouterr().out
+    count = held["fabricfit"]["heldJobs"]
+    assert count > 1 and f"placer fabricfit (queue wait-if-faster), {count} jobs held\n" in out
+
+
+def _step(placers: dict[str, Any], name: str) -> float:
+    (job,) = [j for j in placers["fabricfit"]["jobs"] if j["name"] == name]
+    return float(job["stepCommSeconds"])
 
 
 def test_readme_generated_trace_with_one_placer(capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,6 +137,7 @@ def test_bad_flags_and_files_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     cases = [
         ["--nodes", str(tmp_path / "missing.yaml"), "--trace", str(SMALL)],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--placer", "volcano"],
+        ["--nodes", str(NODES), "--trace", str(SMALL), "--queue-policy", "lifo"],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--fabric", "dgx-h999"],
         ["--nodes", str(SMALL), "--trace", str(SMALL)],
     ]

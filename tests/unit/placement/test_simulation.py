@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.simulation import (
     PLACERS,
+    STRICT_FIFO,
+    WAIT_IF_FASTER,
+    Placed,
     Replay,
     TraceError,
     parse_trace,
     replay,
     summarize,
 )
+from fabricfit.placement.simulation.holding import LOOKAHEAD, worth_waiting
 from fabricfit.placement.simulation.summary import percentile, time_mean
 from unit.placement.clusters import make_cluster
 
@@ -116,6 +123,93 @@ def test_every_placer_replays_the_same_trace_deterministically() -> None:
     jobs = [job(f"j{i}", i * 5, size, 200) for i, size in enumerate((16, 8, 32, 4, 16, 8))]
     for name in PLACERS:
         assert run(jobs, name) == run(jobs, name)
+
+
+def held_job(steps: int, policy: str) -> Replay:
+    # 2 rail groups of 4 nodes, two nodes of rail group 0 held by the dump's pods: "x" takes three
+    # nodes of rail group 1; "big" (three nodes) fits now only across both rail groups, and in
+    # rail group 1 alone once "x" ends
+    jobs = [job("x", 0, 24, 300), job("big", 1, 24, 100, steps=steps), job("tail", 2, 8, 10)]
+    return replay(
+        make_cluster(used={"n000": 8, "n001": 8}),
+        parse_trace({"jobs": jobs}),
+        get_profile("h100-rail-only"),
+        placer=PLACERS["fabricfit"],
+        name="fabricfit",
+        queue_policy=policy,
+    )
+
+
+def test_wait_if_faster_holds_the_head_until_waiting_lets_it_finish_sooner() -> None:
+    fifo, held = held_job(10_000, STRICT_FIFO), held_job(10_000, WAIT_IF_FASTER)
+    assert fifo.held_jobs == 0 and held.held_jobs == 1 and held.queue_policy == WAIT_IF_FASTER
+    (x, big_now, _), (_, big_later, tail) = fifo.jobs, held.jobs
+    assert big_now.start == 1 and big_later.start == x.end
+    assert big_later.step_comm_seconds < big_now.step_comm_seconds
+    assert big_later.end is not None and big_now.end is not None and big_later.end < big_now.end
+    # the queue stays FIFO: the small job behind the held head waits for it
+    assert tail.start is not None and big_later.start is not None
+    assert tail.start >= big_later.start
+
+
+def test_wait_if_faster_starts_now_when_the_wait_is_not_repaid() -> None:
+    fifo, held = held_job(100, STRICT_FIFO), held_job(100, WAIT_IF_FASTER)
+    assert held.held_jobs == 0 and held.jobs == fifo.jobs
+
+
+def test_unknown_queue_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown queue policy 'lifo'"):
+        held_job(1, "lifo")
+
+
+def placed(step_comm: float) -> Placed:
+    return Placed(pods=("n0",), predicted=StepTimes(step_comm_seconds=step_comm))
+
+
+@pytest.mark.parametrize(
+    ("releases", "later", "expected"),
+    [
+        ([], [], False),  # nothing running: nothing to wait for
+        ([100.0], [0.5], True),  # 100 s wait saves 500 s
+        ([100.0], [0.95], False),  # saves 50 s: not repaid
+        ([100.0], [None], False),  # still no place after the release
+        ([100.0, 200.0], [None, 0.5], True),  # the second release gives the better place
+        ([500.0, 600.0], [0.9, 0.0], True),  # 600 s saves 1,000 s (500 s saved 100 s only)
+        ([950.0, 960.0], [None, 0.0], False),  # 950 s ≥ 0.9 × 1,000 s of communication: stop
+        ([100.0], [0.889], False),  # saves 111 s: 100 s is not under 0.9 × 111 s
+        ([100.0], [0.888], True),  # saves 112 s: 0.9 × 112 s = 100.8 s > 100 s
+    ],
+)
+def test_worth_waiting(releases: list[float], later: list[float | None], expected: bool) -> None:
+    snapshot = make_cluster()
+    options = dict(zip(releases, later, strict=True))
+    asked: list[float] = []
+
+    def place(at: ClusterSnapshot) -> Placed | None:
+        assert at is snapshot
+        comm = options[asked[-1]]
+        return None if comm is None else placed(comm)
+
+    def timeline() -> Iterator[tuple[float, ClusterSnapshot]]:
+        for time in releases:
+            asked.append(time)
+            yield time, snapshot
+
+    # 1,000 steps at 1 s of communication each, now = 0
+    assert worth_waiting(1000, placed(1.0), 0.0, timeline(), place) is expected
+
+
+def test_worth_waiting_looks_at_most_lookahead_releases_ahead() -> None:
+    snapshot = make_cluster()
+    calls: list[int] = []
+
+    def place(_: ClusterSnapshot) -> Placed | None:
+        calls.append(1)
+        return placed(1.0) if len(calls) <= LOOKAHEAD else placed(0.0)
+
+    timeline = ((float(i), snapshot) for i in range(1, 100))
+    assert worth_waiting(1000, placed(1.0), 0.0, timeline, place) is False
+    assert len(calls) == LOOKAHEAD
 
 
 def test_summary_helpers() -> None:

@@ -2,10 +2,12 @@
 
 ``parse_trace`` validates a trace document (``trace``); ``replay`` runs it on a cluster snapshot
 with one placer (``placers``: fabricfit's search, Kueue TAS BestFit, the default spread), event
-by event with a strict FIFO queue (``replay``); ``summarize`` turns a run into the figures
+by event with a FIFO queue (``replay``) under a queue policy (``holding``: strict FIFO, or hold
+the head when waiting lets it finish sooner); ``summarize`` turns a run into the figures
 ``fabricfit simulate`` prints (``summary``). Pure: simulated time only, no clock, no I/O.
 """
 
+from fabricfit.placement.simulation.holding import QUEUE_POLICIES, STRICT_FIFO, WAIT_IF_FASTER
 from fabricfit.placement.simulation.placers import FABRICFIT, PLACERS, Placed, Placer
 from fabricfit.placement.simulation.replay import JobRun, Replay, Sample, replay
 from fabricfit.placement.simulation.summary import Summary, summarize
@@ -14,6 +16,9 @@ from fabricfit.placement.simulation.trace import TraceError, TraceJob, parse_tra
 __all__ = [
     "FABRICFIT",
     "PLACERS",
+    "QUEUE_POLICIES",
+    "STRICT_FIFO",
+    "WAIT_IF_FASTER",
     "JobRun",
     "Placed",
     "Placer",

@@ -6,7 +6,9 @@ Time is simulated (seconds from the trace's start; nothing here reads a clock). 
 event move it: a job arrives (it joins the back of the queue) and a job ends (its GPUs come
 free). After the events of one instant, the queue is served strictly first in, first out —
 Kueue's ``StrictFIFO``: the head is offered to the placer; if it is placed it starts now and the
-next job is tried, if not, nobody behind it starts until something ends. A job that cannot be
+next job is tried, if not, nobody behind it starts until something ends. Under the
+``wait-if-faster`` queue policy (``holding``) a placed head may also be held, as if not placed,
+when waiting for running jobs to end would let it finish sooner. A job that cannot be
 placed even with no other trace job running (its shape fits no NVLink domain, or it is larger
 than the GPUs the cluster's own pods leave) is dropped as unplaceable, so it cannot block the
 queue for ever; so is a job whose parallel layout is invalid.
@@ -26,13 +28,15 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.feasibility import max_domain_gpus
 from fabricfit.placement.layout import validate_layout
+from fabricfit.placement.simulation.holding import QUEUE_POLICIES, STRICT_FIFO, worth_waiting
 from fabricfit.placement.simulation.placers import Placed, Placer
 from fabricfit.placement.simulation.trace import TraceJob
 from fabricfit.placement.slots import leaf_key
@@ -77,6 +81,8 @@ class Replay:
     total_gpus: int
     jobs: tuple[JobRun, ...]  # in trace order (arrival, then position)
     samples: tuple[Sample, ...]
+    queue_policy: str = STRICT_FIFO
+    held_jobs: int = 0  # jobs held at least once although they could start (``wait-if-faster``)
 
 
 @dataclass(slots=True)
@@ -90,6 +96,9 @@ class _Cluster:
     @classmethod
     def of(cls, snapshot: ClusterSnapshot) -> _Cluster:
         return cls(snapshot, {n.name: n.free_gpus for n in snapshot.nodes}, snapshot)
+
+    def copy(self) -> _Cluster:
+        return _Cluster(self.base, dict(self.free), self.snapshot)
 
     def take(self, pods: Sequence[str], gpus_per_pod: int, sign: int) -> None:
         for node in pods:
@@ -115,8 +124,13 @@ def replay(
     *,
     placer: Placer,
     name: str,
+    queue_policy: str = STRICT_FIFO,
 ) -> Replay:
     """Run ``jobs`` (sorted by arrival) on ``snapshot`` with ``placer``; see the module doc."""
+    if queue_policy not in QUEUE_POLICIES:
+        raise ValueError(f"unknown queue policy {queue_policy!r}")
+    holding = queue_policy != STRICT_FIFO
+    held: set[str] = set()
     cluster = _Cluster.of(snapshot)
     runs = {j.name: JobRun(j.name, j.gpus, j.arrival) for j in jobs}
     invalid = _invalid(snapshot, jobs)
@@ -146,6 +160,15 @@ def replay(
                 runs[job.name] = replace(runs[job.name], reason=reason or NEVER_FITS)
                 queue.popleft()
                 continue
+            if holding and worth_waiting(
+                job.steps,
+                placed,
+                now,
+                _releases(cluster, running),
+                partial(_place_on, placer, job, profile),
+            ):
+                held.add(job.name)
+                break  # held: the next job end serves the queue again
             queue.popleft()
             run = _started(runs[job.name], job, placed, now)
             runs[job.name] = run
@@ -158,7 +181,25 @@ def replay(
         total_gpus=sum(n.gpus for n in snapshot.nodes),
         jobs=tuple(runs[j.name] for j in jobs),
         samples=_deduplicated(samples),
+        queue_policy=queue_policy,
+        held_jobs=len(held),
     )
+
+
+def _place_on(
+    placer: Placer, job: TraceJob, profile: FabricProfile, snapshot: ClusterSnapshot
+) -> Placed | None:
+    return placer(snapshot, job.request, profile)
+
+
+def _releases(
+    cluster: _Cluster, running: Sequence[tuple[float, int, TraceJob, tuple[str, ...]]]
+) -> Iterator[tuple[float, ClusterSnapshot]]:
+    """The cluster at each coming job end, every job ended by then released (lazily)."""
+    later = cluster.copy()
+    for end, _, job, pods in sorted(running, key=lambda entry: entry[:2]):
+        later.take(pods, job.request.gpus_per_pod, -1)
+        yield end, later.snapshot
 
 
 def _started(run: JobRun, job: TraceJob, placed: Placed, now: float) -> JobRun:
