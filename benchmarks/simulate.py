@@ -16,10 +16,11 @@ the same code as ``fabricfit simulate``), so every figure is the cost model's pr
 measurement on hardware. Every placer runs a strict FIFO queue; the row ``fabricfit+wait`` is
 fabricfit again under the ``wait-if-faster`` queue policy (``simulate --queue-policy``: hold the
 head of the queue when waiting for running jobs to end lets it finish sooner — a what-if, since it
-reads the trace's durations, which the operator does not know). Per row: jobs placed, queueing
-delay mean / p95, makespan, mean GPU utilisation, communication GPU-hours and their share,
-spine-crossing bytes, the largest whole-node job that fits in one rail group (time-weighted
-mean / minimum), and the replay's wall time.
+reads the trace's durations, which the operator does not know; jobs behind a held head are
+backfilled where they do not delay it). Per row: jobs placed, queueing delay mean / p95,
+makespan, mean GPU utilisation, communication GPU-hours and their share, spine-crossing bytes,
+the largest whole-node job that fits in one rail group (time-weighted mean / minimum), and the
+replay's wall time.
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ hold their GPUs throughout) and the trace (:mod:`fabricfit.placement.simulation.
 the fabric profile as ``plan`` does (``--fabric``, else the nodes' fabric, else ``dgx-h100``),
 and replay the trace once per placer (``--placer``, default all three) with the pure simulation
 (:mod:`fabricfit.placement.simulation`); ``--queue-policy wait-if-faster`` lets fabricfit hold
-the head of the queue when waiting lets it finish sooner (the peers stay strictly FIFO: they
-cannot price a placement). Text output is a table of jobs per placer and a
-comparison table; ``--json`` prints one object with the same figures plus the utilisation and
-fragmentation series. Bad input is one line on stderr and exit 2; exit 0 otherwise (a job that
-never fits is reported, not an error).
+the head of the queue when waiting lets it finish sooner, backfilling the jobs behind it that do
+not delay it (the peers stay strictly FIFO: they cannot price a placement). Text output is a
+table of jobs per placer and a comparison table; ``--json`` prints one object with the same
+figures plus the utilisation and fragmentation series. Bad input is one line on stderr and
+exit 2; exit 0 otherwise (a job that never fits is reported, not an error).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=QUEUE_POLICIES,
         default=STRICT_FIFO,
         help="fabricfit's queue: start the head when it fits, or hold it when waiting for "
-        "running jobs to end (by the trace's durations) lets it finish sooner",
+        "running jobs to end (by the trace's durations) lets it finish sooner, backfilling "
+        "jobs behind it that do not delay it",
     )
     parser.add_argument(
         "--fabric", type=profile_name, help="fabric profile (default: the nodes' fabric)"
@@ -155,6 +156,7 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
             run.placer: {
                 "queuePolicy": run.queue_policy,
                 "heldJobs": run.held_jobs,
+                "backfilledJobs": run.backfilled_jobs,
                 "summary": summary_json(summarize(run)),
                 "totalGpus": run.total_gpus,
                 "jobs": [
@@ -183,6 +185,10 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
     }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -191,8 +197,11 @@ def render_text(runs: Sequence[Replay], fabric: str, why: str) -> str:
     lines = [f"fabric {fabric}: {why}", ""]
     for run in runs:
         policy = "" if run.queue_policy == STRICT_FIFO else f" (queue {run.queue_policy})"
-        plural = "s" if run.held_jobs > 1 else ""
-        held = f", {run.held_jobs} job{plural} held" if run.held_jobs else ""
+        held = (
+            f", {_count(run.held_jobs, 'job')} held, {run.backfilled_jobs} backfilled"
+            if run.held_jobs
+            else ""
+        )
         lines.append(f"placer {run.placer}{policy}{held}")
         lines.append(
             f"{'job':<28} {'GPUs':>5} {'arrive s':>9} {'wait s':>9} {'nodes':>5} "

@@ -68,7 +68,7 @@ def test_queue_policy_applies_to_fabricfit_only_and_is_reported(
     # the peers cannot price a placement: they stay strictly FIFO, their replay unchanged
     for peer in ("kueue-bestfit", "spread"):
         assert held[peer] == fifo[peer] and held[peer]["queuePolicy"] == "strict-fifo"
-    # every hold is repaid by the held job itself: it ends no later than it would have
+    # some job waited for a cheaper placement and still ended sooner than under strict FIFO
     ends = {j["name"]: j["end"] for j in fifo["fabricfit"]["jobs"]}
     waited = [
         j
@@ -78,8 +78,11 @@ def test_queue_policy_applies_to_fabricfit_only_and_is_reported(
     assert waited and any(j["end"] < ends[j["name"]] for j in waited)
     assert main([*argv, "--queue-policy", "wait-if-faster", "--placer", "fabricfit"]) == 0
     out = capsys.readouterr().out
-    count = held["fabricfit"]["heldJobs"]
-    assert count > 1 and f"placer fabricfit (queue wait-if-faster), {count} jobs held\n" in out
+    count, filled = after["heldJobs"], after["backfilledJobs"]
+    assert count > 1 and filled > 0 and before["backfilledJobs"] == 0
+    assert (
+        f"placer fabricfit (queue wait-if-faster), {count} jobs held, {filled} backfilled\n" in out
+    )
 
 
 def _step(placers: dict[str, Any], name: str) -> float:

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
@@ -21,7 +23,7 @@ from fabricfit.placement.simulation import (
     replay,
     summarize,
 )
-from fabricfit.placement.simulation.holding import LOOKAHEAD, worth_waiting
+from fabricfit.placement.simulation.holding import LOOKAHEAD, Hold, hold_until, room_beside
 from fabricfit.placement.simulation.summary import percentile, time_mean
 from unit.placement.clusters import make_cluster
 
@@ -125,11 +127,11 @@ def test_every_placer_replays_the_same_trace_deterministically() -> None:
         assert run(jobs, name) == run(jobs, name)
 
 
-def held_job(steps: int, policy: str) -> Replay:
+def held_job(steps: int, policy: str, *behind: dict[str, Any]) -> Replay:
     # 2 rail groups of 4 nodes, two nodes of rail group 0 held by the dump's pods: "x" takes three
     # nodes of rail group 1; "big" (three nodes) fits now only across both rail groups, and in
-    # rail group 1 alone once "x" ends
-    jobs = [job("x", 0, 24, 300), job("big", 1, 24, 100, steps=steps), job("tail", 2, 8, 10)]
+    # rail group 1 alone once "x" ends; ``behind`` queue up after "big"
+    jobs = [job("x", 0, 24, 300), job("big", 1, 24, 100, steps=steps), *behind]
     return replay(
         make_cluster(used={"n000": 8, "n001": 8}),
         parse_trace({"jobs": jobs}),
@@ -143,13 +145,31 @@ def held_job(steps: int, policy: str) -> Replay:
 def test_wait_if_faster_holds_the_head_until_waiting_lets_it_finish_sooner() -> None:
     fifo, held = held_job(10_000, STRICT_FIFO), held_job(10_000, WAIT_IF_FASTER)
     assert fifo.held_jobs == 0 and held.held_jobs == 1 and held.queue_policy == WAIT_IF_FASTER
-    (x, big_now, _), (_, big_later, tail) = fifo.jobs, held.jobs
+    (x, big_now), (_, big_later) = fifo.jobs, held.jobs
     assert big_now.start == 1 and big_later.start == x.end
     assert big_later.step_comm_seconds < big_now.step_comm_seconds
     assert big_later.end is not None and big_now.end is not None and big_later.end < big_now.end
-    # the queue stays FIFO: the small job behind the held head waits for it
-    assert tail.start is not None and big_later.start is not None
-    assert tail.start >= big_later.start
+
+
+def test_jobs_behind_a_held_head_are_backfilled_only_where_they_do_not_delay_it() -> None:
+    alone = held_job(10_000, WAIT_IF_FASTER)
+    behind = [
+        job("short", 2, 8, 10),  # ends long before "x": any free GPUs
+        job("long", 3, 8, 100_000),  # outlives the hold: only beside the held job's reservation
+        job("wide", 4, 32, 100_000),  # would need the held job's GPUs: waits, FIFO, behind it
+    ]
+    result = held_job(10_000, WAIT_IF_FASTER, *behind)
+    (x, big, short, long, wide), big_alone = result.jobs, alone.jobs[1]
+    assert result.held_jobs == 1 and result.backfilled_jobs == 2
+    assert short.start == 2 and long.start == 3
+    # the held job starts when it would have, on as good a placement
+    assert big.start == x.end == big_alone.start
+    assert big.step_comm_seconds == big_alone.step_comm_seconds
+    assert wide.start is not None and big.start is not None and wide.start >= big.start
+    # under strict FIFO nothing overtakes the head
+    fifo = held_job(10_000, STRICT_FIFO, *behind)
+    assert fifo.backfilled_jobs == 0
+    assert all(j.start is not None and j.start >= fifo.jobs[1].start for j in fifo.jobs[2:])
 
 
 def test_wait_if_faster_starts_now_when_the_wait_is_not_repaid() -> None:
@@ -162,25 +182,27 @@ def test_unknown_queue_policy_is_refused() -> None:
         held_job(1, "lifo")
 
 
-def placed(step_comm: float) -> Placed:
-    return Placed(pods=("n0",), predicted=StepTimes(step_comm_seconds=step_comm))
+def placed(step_comm: float, pods: tuple[str, ...] = ("n0",)) -> Placed:
+    return Placed(pods=pods, predicted=StepTimes(step_comm_seconds=step_comm))
 
 
 @pytest.mark.parametrize(
     ("releases", "later", "expected"),
     [
-        ([], [], False),  # nothing running: nothing to wait for
-        ([100.0], [0.5], True),  # 100 s wait saves 500 s
-        ([100.0], [0.95], False),  # saves 50 s: not repaid
-        ([100.0], [None], False),  # still no place after the release
-        ([100.0, 200.0], [None, 0.5], True),  # the second release gives the better place
-        ([500.0, 600.0], [0.9, 0.0], True),  # 600 s saves 1,000 s (500 s saved 100 s only)
-        ([950.0, 960.0], [None, 0.0], False),  # 950 s ≥ 0.9 × 1,000 s of communication: stop
-        ([100.0], [0.889], False),  # saves 111 s: 100 s is not under 0.9 × 111 s
-        ([100.0], [0.888], True),  # saves 112 s: 0.9 × 112 s = 100.8 s > 100 s
+        ([], [], None),  # nothing running: nothing to wait for
+        ([100.0], [0.5], 100.0),  # 100 s wait saves 500 s
+        ([100.0], [0.95], None),  # saves 50 s: not repaid
+        ([100.0], [None], None),  # still no place after the release
+        ([100.0, 200.0], [None, 0.5], 200.0),  # the second release gives the better place
+        ([500.0, 600.0], [0.9, 0.0], 600.0),  # 600 s saves 1,000 s (500 s saved 100 s only)
+        ([950.0, 960.0], [None, 0.0], None),  # 950 s ≥ 0.9 × 1,000 s of communication: stop
+        ([100.0], [0.889], None),  # saves 111 s: 100 s is not under 0.9 × 111 s
+        ([100.0], [0.888], 100.0),  # saves 112 s: 0.9 × 112 s = 100.8 s > 100 s
     ],
 )
-def test_worth_waiting(releases: list[float], later: list[float | None], expected: bool) -> None:
+def test_hold_until(
+    releases: list[float], later: list[float | None], expected: float | None
+) -> None:
     snapshot = make_cluster()
     options = dict(zip(releases, later, strict=True))
     asked: list[float] = []
@@ -188,7 +210,7 @@ def test_worth_waiting(releases: list[float], later: list[float | None], expecte
     def place(at: ClusterSnapshot) -> Placed | None:
         assert at is snapshot
         comm = options[asked[-1]]
-        return None if comm is None else placed(comm)
+        return None if comm is None else placed(comm, (f"at-{asked[-1]:.0f}",))
 
     def timeline() -> Iterator[tuple[float, ClusterSnapshot]]:
         for time in releases:
@@ -196,10 +218,15 @@ def test_worth_waiting(releases: list[float], later: list[float | None], expecte
             yield time, snapshot
 
     # 1,000 steps at 1 s of communication each, now = 0
-    assert worth_waiting(1000, placed(1.0), 0.0, timeline(), place) is expected
+    hold = hold_until(1000, placed(1.0), 0.0, timeline(), place)
+    if expected is None:
+        assert hold is None
+    else:
+        assert hold is not None and hold.until == expected
+        assert hold.placed.pods == (f"at-{expected:.0f}",)  # the placement then is reserved
 
 
-def test_worth_waiting_looks_at_most_lookahead_releases_ahead() -> None:
+def test_hold_until_looks_at_most_lookahead_releases_ahead() -> None:
     snapshot = make_cluster()
     calls: list[int] = []
 
@@ -208,8 +235,29 @@ def test_worth_waiting_looks_at_most_lookahead_releases_ahead() -> None:
         return placed(1.0) if len(calls) <= LOOKAHEAD else placed(0.0)
 
     timeline = ((float(i), snapshot) for i in range(1, 100))
-    assert worth_waiting(1000, placed(1.0), 0.0, timeline, place) is False
+    assert hold_until(1000, placed(1.0), 0.0, timeline, place) is None
     assert len(calls) == LOOKAHEAD
+
+
+def test_a_hold_reserves_its_placement_gpus_per_node() -> None:
+    hold = Hold(10.0, placed(0.1, ("a", "a", "b")))
+    assert hold.reserved(4) == {"a": 8, "b": 4}
+
+
+@pytest.mark.parametrize(
+    ("now", "then", "reserved", "room"),
+    [
+        (8, 8, 0, 8),  # untouched by the hold
+        (8, 8, 8, 0),  # the held job takes the whole node
+        (8, 8, 4, 4),  # and half of it
+        (0, 8, 4, 0),  # nothing free now
+        (4, 8, 8, 0),  # free now, but the held job needs all of it when the hold ends
+        (2, 8, 4, 2),  # a running job frees 6 by then: 4 reserved, 2 to spare, 2 free now
+        (8, 3, 8, 0),  # never negative
+    ],
+)
+def test_room_beside_a_reservation(now: int, then: int, reserved: int, room: int) -> None:
+    assert room_beside({"a": now}, {"a": then}, {"a": reserved} if reserved else {}) == {"a": room}
 
 
 def test_summary_helpers() -> None:
@@ -218,3 +266,44 @@ def test_summary_helpers() -> None:
     assert percentile(list(map(float, range(1, 101))), 0.95) == 95.0
     result = run([job("a", 0, 8, 100, steps=1)])
     assert time_mean(result.samples, 0.0, "used_gpus") == result.samples[-1].used_gpus
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out = []
+    # crowded and multi-node, so that split placements, holds and backfills all come up
+    for i in range(draw(st.integers(1, 12))):
+        gpus = draw(st.sampled_from([1, 8, 16, 24, 24, 32]))
+        out.append(
+            job(
+                f"j{i}",
+                draw(st.integers(0, 300)),
+                gpus,
+                draw(st.integers(1, 600)),
+                steps=draw(st.sampled_from([1, 1000, 20_000])),
+            )
+        )
+    return sorted(out, key=lambda j: j["arrival"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(trace=traces(), policy=st.sampled_from([STRICT_FIFO, WAIT_IF_FASTER]))
+def test_any_trace_replays_within_capacity(trace: list[dict[str, Any]], policy: str) -> None:
+    # over-committing a node raises inside the replay; here: every job ends, in order
+    result = replay(
+        make_cluster(used={"n000": 8, "n001": 4}),
+        parse_trace({"jobs": trace}),
+        get_profile("h100-rail-only"),
+        placer=PLACERS["fabricfit"],
+        name="fabricfit",
+        queue_policy=policy,
+    )
+    assert all(0 <= s.used_gpus <= result.total_gpus for s in result.samples)
+    for run in result.jobs:
+        assert (run.start is None) == (run.reason is not None)
+        if run.start is not None:
+            assert run.end is not None and run.arrival <= run.start < run.end
+    if policy == STRICT_FIFO:
+        assert result.held_jobs == result.backfilled_jobs == 0
+        starts = [r.start for r in result.jobs if r.start is not None]
+        assert starts == sorted(starts)  # nobody overtakes under strict FIFO

@@ -7,9 +7,10 @@ the head when waiting lets it finish sooner); ``summarize`` turns a run into the
 ``fabricfit simulate`` prints (``summary``). Pure: simulated time only, no clock, no I/O.
 """
 
+from fabricfit.placement.simulation.cluster import Sample
 from fabricfit.placement.simulation.holding import QUEUE_POLICIES, STRICT_FIFO, WAIT_IF_FASTER
 from fabricfit.placement.simulation.placers import FABRICFIT, PLACERS, Placed, Placer
-from fabricfit.placement.simulation.replay import JobRun, Replay, Sample, replay
+from fabricfit.placement.simulation.replay import JobRun, Replay, replay
 from fabricfit.placement.simulation.summary import Summary, summarize
 from fabricfit.placement.simulation.trace import TraceError, TraceJob, parse_trace
 

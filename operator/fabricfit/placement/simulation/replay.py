@@ -7,17 +7,17 @@ event move it: a job arrives (it joins the back of the queue) and a job ends (it
 free). After the events of one instant, the queue is served strictly first in, first out —
 Kueue's ``StrictFIFO``: the head is offered to the placer; if it is placed it starts now and the
 next job is tried, if not, nobody behind it starts until something ends. Under the
-``wait-if-faster`` queue policy (``holding``) a placed head may also be held, as if not placed,
-when waiting for running jobs to end would let it finish sooner. A job that cannot be
-placed even with no other trace job running (its shape fits no NVLink domain, or it is larger
-than the GPUs the cluster's own pods leave) is dropped as unplaceable, so it cannot block the
-queue for ever; so is a job whose parallel layout is invalid.
+``wait-if-faster`` queue policy (``holding``) a placed head may also be held when waiting for
+running jobs to end would let it finish sooner, and the jobs behind a held head that do not
+delay it are backfilled. A job that cannot be placed even with no other trace job running (its
+shape fits no NVLink domain, or it is larger than the GPUs the cluster's own pods leave) is
+dropped as unplaceable, so it cannot block the queue for ever; so is a job whose parallel layout
+is invalid.
 
 A placed job holds ``gpusPerPod`` GPUs on the node of each pod until it ends, at
 ``start + duration + steps × step communication`` (``trace``): a slower placement keeps its GPUs
 longer, which delays the jobs behind it. The pods the cluster dump already has hold their GPUs
-throughout. GPU indices follow the snapshot's convention (used GPUs are a node's lowest), so a
-freed window is priced as the node's highest free GPUs, as the operator would see it.
+throughout (``cluster``).
 
 After every instant the replay samples the GPUs in use and the largest job that fits inside one
 rail group on whole free nodes (leaf domain: rail group, else rack, else node) — the room left
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -36,10 +36,22 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.feasibility import max_domain_gpus
 from fabricfit.placement.layout import validate_layout
-from fabricfit.placement.simulation.holding import QUEUE_POLICIES, STRICT_FIFO, worth_waiting
+from fabricfit.placement.simulation.cluster import (
+    Running,
+    Sample,
+    SimCluster,
+    free_at,
+    releases,
+)
+from fabricfit.placement.simulation.holding import (
+    QUEUE_POLICIES,
+    STRICT_FIFO,
+    Hold,
+    hold_until,
+    room_beside,
+)
 from fabricfit.placement.simulation.placers import Placed, Placer
 from fabricfit.placement.simulation.trace import TraceJob
-from fabricfit.placement.slots import leaf_key
 
 NEVER_FITS = "does not fit the cluster even with no other job of the trace running"
 
@@ -65,15 +77,6 @@ class JobRun:
 
 
 @dataclass(frozen=True, slots=True)
-class Sample:
-    """The cluster just after the events of one instant."""
-
-    time: float
-    used_gpus: int  # by the trace's jobs and the dump's own pods
-    largest_rail_group_gpus: int  # largest whole-node job inside one rail group
-
-
-@dataclass(frozen=True, slots=True)
 class Replay:
     """One placer's run over the trace."""
 
@@ -83,38 +86,59 @@ class Replay:
     samples: tuple[Sample, ...]
     queue_policy: str = STRICT_FIFO
     held_jobs: int = 0  # jobs held at least once although they could start (``wait-if-faster``)
+    backfilled_jobs: int = 0  # jobs started beside a held head (``wait-if-faster``)
 
 
 @dataclass(slots=True)
-class _Cluster:
-    """The mutable state of one replay: free GPUs per node and the snapshot they make."""
+class _State:
+    """One replay as it goes: the cluster, the runs, the jobs running, and how it places."""
 
-    base: ClusterSnapshot
-    free: dict[str, int]
-    snapshot: ClusterSnapshot
+    placer: Placer
+    profile: FabricProfile
+    cluster: SimCluster
+    runs: dict[str, JobRun]
+    running: list[Running]
+    started: int = 0
 
-    @classmethod
-    def of(cls, snapshot: ClusterSnapshot) -> _Cluster:
-        return cls(snapshot, {n.name: n.free_gpus for n in snapshot.nodes}, snapshot)
+    def place(self, job: TraceJob, snapshot: ClusterSnapshot | None = None) -> Placed | None:
+        """``job`` placed on ``snapshot`` (default: the cluster now)."""
+        on = self.cluster.snapshot if snapshot is None else snapshot
+        return self.placer(on, job.request, self.profile)
 
-    def copy(self) -> _Cluster:
-        return _Cluster(self.base, dict(self.free), self.snapshot)
+    def start(self, job: TraceJob, placed: Placed, now: float) -> None:
+        run = _started(self.runs[job.name], job, placed, now)
+        self.runs[job.name] = run
+        self.cluster.take(placed.pods, job.request.gpus_per_pod, +1)
+        heapq.heappush(self.running, (run.end or now, self.started, job, placed.pods))
+        self.started += 1
 
-    def take(self, pods: Sequence[str], gpus_per_pod: int, sign: int) -> None:
-        for node in pods:
-            self.free[node] -= sign * gpus_per_pod
-        nodes = tuple(replace(n, free_gpus=self.free[n.name]) for n in self.base.nodes)
-        self.snapshot = replace(self.base, nodes=nodes)
+    def hold(self, job: TraceJob, placed: Placed, now: float) -> Hold | None:
+        """Whether the head ``job``, placeable now as ``placed``, waits (``holding``)."""
+        return hold_until(
+            job.steps,
+            placed,
+            now,
+            ((time, later.snapshot) for time, later in releases(self.cluster, self.running)),
+            partial(self.place, job),
+        )
 
-    def sample(self, time: float) -> Sample:
-        used, per_leaf = 0, dict[str, int]()
-        for node in self.base.nodes:
-            free = self.free[node.name]
-            used += node.gpus - free if node.available else node.gpus
-            if node.available and free == node.gpus and node.gpus > 0:
-                key = leaf_key(node)[0]
-                per_leaf[key] = per_leaf.get(key, 0) + node.gpus
-        return Sample(time, used, max(per_leaf.values(), default=0))
+    def backfill(self, queue: Sequence[TraceJob], hold: Hold, now: float) -> list[TraceJob]:
+        """Start the jobs behind the held head that do not delay it (``holding``); those."""
+        free_then = free_at(self.cluster, self.running, hold.until)
+        reserved = hold.reserved(queue[0].request.gpus_per_pod)
+        started: list[TraceJob] = []
+        for job in queue[1:]:
+            placed = self.place(job)
+            if placed is not None and now + _run_seconds(job, placed) > hold.until:
+                # still running when the hold ends: only beside the held job's reservation
+                room = room_beside(self.cluster.free, free_then, reserved)
+                placed = self.place(job, self.cluster.with_free(room))
+                for node in placed.pods if placed else ():
+                    free_then[node] -= job.request.gpus_per_pod
+            if placed is not None:
+                self.start(job, placed, now)
+                started.append(job)
+        return started
 
 
 def replay(
@@ -130,76 +154,64 @@ def replay(
     if queue_policy not in QUEUE_POLICIES:
         raise ValueError(f"unknown queue policy {queue_policy!r}")
     holding = queue_policy != STRICT_FIFO
-    held: set[str] = set()
-    cluster = _Cluster.of(snapshot)
+    holds: dict[str, Hold] = {}  # the latest hold of each job held
+    backfilled: set[str] = set()
     runs = {j.name: JobRun(j.name, j.gpus, j.arrival) for j in jobs}
+    state = _State(placer, profile, SimCluster.of(snapshot), runs, [])
     invalid = _invalid(snapshot, jobs)
     arrivals = deque(jobs)
     queue: deque[TraceJob] = deque()
-    running: list[tuple[float, int, TraceJob, tuple[str, ...]]] = []
-    samples = [cluster.sample(0.0)]
-    started = 0
+    samples = [state.cluster.sample(0.0)]
     # After serving, the queue is empty or something runs: the loop ends when both are done.
-    while arrivals or running:
+    while arrivals or state.running:
         now = min(
             arrivals[0].arrival if arrivals else float("inf"),
-            running[0][0] if running else float("inf"),
+            state.running[0][0] if state.running else float("inf"),
         )
-        while running and running[0][0] <= now:
-            _, _, job, pods = heapq.heappop(running)
-            cluster.take(pods, job.request.gpus_per_pod, -1)
+        while state.running and state.running[0][0] <= now:
+            _, _, job, pods = heapq.heappop(state.running)
+            state.cluster.take(pods, job.request.gpus_per_pod, -1)
         while arrivals and arrivals[0].arrival <= now:
             queue.append(arrivals.popleft())
         while queue:
             job = queue[0]
             reason = invalid.get(job.name)
-            placed = None if reason else placer(cluster.snapshot, job.request, profile)
-            if placed is None:
-                if reason is None and running:
-                    break  # strict FIFO: wait for GPUs to come free
+            placed = None if reason else state.place(job)
+            if placed is None and (reason is not None or not state.running):
                 runs[job.name] = replace(runs[job.name], reason=reason or NEVER_FITS)
                 queue.popleft()
                 continue
-            if holding and worth_waiting(
-                job.steps,
-                placed,
-                now,
-                _releases(cluster, running),
-                partial(_place_on, placer, job, profile),
-            ):
-                held.add(job.name)
-                break  # held: the next job end serves the queue again
-            queue.popleft()
-            run = _started(runs[job.name], job, placed, now)
-            runs[job.name] = run
-            cluster.take(placed.pods, job.request.gpus_per_pod, +1)
-            heapq.heappush(running, (run.end or now, started, job, placed.pods))
-            started += 1
-        samples.append(cluster.sample(now))
+            if placed is None:  # strict FIFO: wait for GPUs to come free, beside its hold if any
+                hold = holds.get(job.name)
+                hold = hold if hold is not None and hold.until > now else None
+            else:
+                hold = state.hold(job, placed, now) if holding else None
+                if hold is None:
+                    queue.popleft()
+                    state.start(job, placed, now)
+                    continue
+            if hold is not None:
+                holds[job.name] = hold
+                waiting = [j for j in queue if j.name not in invalid]
+                for started in state.backfill(waiting, hold, now):
+                    queue.remove(started)
+                    backfilled.add(started.name)
+            break  # the next event serves the queue again
+        samples.append(state.cluster.sample(now))
     return Replay(
         placer=name,
         total_gpus=sum(n.gpus for n in snapshot.nodes),
         jobs=tuple(runs[j.name] for j in jobs),
         samples=_deduplicated(samples),
         queue_policy=queue_policy,
-        held_jobs=len(held),
+        held_jobs=len(holds),
+        backfilled_jobs=len(backfilled),
     )
 
 
-def _place_on(
-    placer: Placer, job: TraceJob, profile: FabricProfile, snapshot: ClusterSnapshot
-) -> Placed | None:
-    return placer(snapshot, job.request, profile)
-
-
-def _releases(
-    cluster: _Cluster, running: Sequence[tuple[float, int, TraceJob, tuple[str, ...]]]
-) -> Iterator[tuple[float, ClusterSnapshot]]:
-    """The cluster at each coming job end, every job ended by then released (lazily)."""
-    later = cluster.copy()
-    for end, _, job, pods in sorted(running, key=lambda entry: entry[:2]):
-        later.take(pods, job.request.gpus_per_pod, -1)
-        yield end, later.snapshot
+def _run_seconds(job: TraceJob, placed: Placed) -> float:
+    """Compute plus predicted communication: how long the job holds its GPUs."""
+    return job.duration + job.steps * placed.predicted.step_comm_seconds
 
 
 def _started(run: JobRun, job: TraceJob, placed: Placed, now: float) -> JobRun:
@@ -207,7 +219,7 @@ def _started(run: JobRun, job: TraceJob, placed: Placed, now: float) -> JobRun:
     return replace(
         run,
         start=now,
-        end=now + job.duration + job.steps * comm,
+        end=now + _run_seconds(job, placed),
         step_comm_seconds=comm,
         comm_gpu_seconds=job.gpus * job.steps * comm,
         spine_bytes=job.steps * placed.predicted.spine_bytes_per_step,

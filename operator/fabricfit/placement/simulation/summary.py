@@ -16,7 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabricfit.placement.simulation.replay import Replay, Sample
+from fabricfit.placement.simulation.cluster import Sample
+from fabricfit.placement.simulation.replay import Replay
 
 
 @dataclass(frozen=True, slots=True)
