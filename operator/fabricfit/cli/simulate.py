@@ -172,6 +172,8 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
                         "commGpuSeconds": j.comm_gpu_seconds,
                         "spineBytes": j.spine_bytes,
                         "reason": j.reason,
+                        "held": j.held,
+                        "backfilled": j.backfilled,
                     }
                     for j in run.jobs
                 ],
@@ -217,6 +219,8 @@ def render_text(runs: Sequence[Replay], fabric: str, why: str) -> str:
                 f"{j.name[:28]:<28} {j.gpus:>5} {j.arrival:>9.0f} {_fmt(j.wait, '9.0f')} "
                 f"{j.nodes:>5} {j.step_comm_seconds * 1e3:>12.2f} "
                 f"{j.comm_gpu_seconds / 3600:>10.2f} {j.spine_bytes / 1e12:>9.2f}"
+                + ("  held" if j.held else "")
+                + ("  backfilled" if j.backfilled else "")
             )
         lines.append("")
     lines.append(comparison_table(runs))

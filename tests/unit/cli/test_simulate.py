@@ -83,6 +83,11 @@ def test_queue_policy_applies_to_fabricfit_only_and_is_reported(
     assert (
         f"placer fabricfit (queue wait-if-faster), {count} jobs held, {filled} backfilled\n" in out
     )
+    # each job says whether it was held or backfilled, in JSON and on its text row
+    assert sum(j["held"] for j in after["jobs"]) == count
+    assert sum(j["backfilled"] for j in after["jobs"]) == filled
+    assert not any(j["held"] or j["backfilled"] for j in before["jobs"])
+    assert out.count("  held\n") == count and out.count("  backfilled\n") == filled
 
 
 def _step(placers: dict[str, Any], name: str) -> float:

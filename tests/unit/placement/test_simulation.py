@@ -161,6 +161,8 @@ def test_jobs_behind_a_held_head_are_backfilled_only_where_they_do_not_delay_it(
     result = held_job(10_000, WAIT_IF_FASTER, *behind)
     (x, big, short, long, wide), big_alone = result.jobs, alone.jobs[1]
     assert result.held_jobs == 1 and result.backfilled_jobs == 2
+    assert [j.name for j in result.jobs if j.held] == ["big"]
+    assert [j.name for j in result.jobs if j.backfilled] == ["short", "long"]
     assert short.start == 2 and long.start == 3
     # the held job starts when it would have, on as good a placement
     assert big.start == x.end == big_alone.start

@@ -70,6 +70,8 @@ class JobRun:
     spine_bytes: float = 0.0  # bytes crossing above the leaf over the whole run
     nodes: int = 0
     reason: str | None = None  # why it was never placed
+    held: bool = False  # waited at least once for a cheaper placement (``wait-if-faster``)
+    backfilled: bool = False  # started beside a held head, ahead of it (``wait-if-faster``)
 
     @property
     def wait(self) -> float | None:
@@ -201,7 +203,10 @@ def replay(
     return Replay(
         placer=name,
         total_gpus=sum(n.gpus for n in snapshot.nodes),
-        jobs=tuple(runs[j.name] for j in jobs),
+        jobs=tuple(
+            replace(runs[j.name], held=j.name in holds, backfilled=j.name in backfilled)
+            for j in jobs
+        ),
         samples=_deduplicated(samples),
         queue_policy=queue_policy,
         held_jobs=len(holds),
