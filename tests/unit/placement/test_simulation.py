@@ -28,6 +28,7 @@ from fabricfit.placement.simulation.summary import percentile, time_mean
 from unit.placement.clusters import make_cluster
 
 PROFILE = get_profile("h100-leaf-spine-2to1")
+RAIL_ONLY = "h100-rail-only"
 
 
 def job(name: str, arrival: float, gpus: int, duration: float, **extra: Any) -> dict[str, Any]:
@@ -43,10 +44,21 @@ def job(name: str, arrival: float, gpus: int, duration: float, **extra: Any) -> 
     }
 
 
-def run(jobs: list[dict[str, Any]], placer: str = "fabricfit", **cluster: int) -> Replay:
-    snapshot = make_cluster(**cluster)
+def run(
+    jobs: list[dict[str, Any]],
+    placer: str = "fabricfit",
+    *,
+    fabric: str = PROFILE.name,
+    queue_policy: str = STRICT_FIFO,
+    **cluster: Any,
+) -> Replay:
     return replay(
-        snapshot, parse_trace({"jobs": jobs}), PROFILE, placer=PLACERS[placer], name=placer
+        make_cluster(**cluster),
+        parse_trace({"jobs": jobs}),
+        get_profile(fabric),
+        placer=PLACERS[placer],
+        name=placer,
+        queue_policy=queue_policy,
     )
 
 
@@ -132,14 +144,7 @@ def held_job(steps: int, policy: str, *behind: dict[str, Any]) -> Replay:
     # nodes of rail group 1; "big" (three nodes) fits now only across both rail groups, and in
     # rail group 1 alone once "x" ends; ``behind`` queue up after "big"
     jobs = [job("x", 0, 24, 300), job("big", 1, 24, 100, steps=steps), *behind]
-    return replay(
-        make_cluster(used={"n000": 8, "n001": 8}),
-        parse_trace({"jobs": jobs}),
-        get_profile("h100-rail-only"),
-        placer=PLACERS["fabricfit"],
-        name="fabricfit",
-        queue_policy=policy,
-    )
+    return run(jobs, fabric=RAIL_ONLY, queue_policy=policy, used={"n000": 8, "n001": 8})
 
 
 def test_wait_if_faster_holds_the_head_until_waiting_lets_it_finish_sooner() -> None:
@@ -292,19 +297,12 @@ def traces(draw: st.DrawFn) -> list[dict[str, Any]]:
 @given(trace=traces(), policy=st.sampled_from([STRICT_FIFO, WAIT_IF_FASTER]))
 def test_any_trace_replays_within_capacity(trace: list[dict[str, Any]], policy: str) -> None:
     # over-committing a node raises inside the replay; here: every job ends, in order
-    result = replay(
-        make_cluster(used={"n000": 8, "n001": 4}),
-        parse_trace({"jobs": trace}),
-        get_profile("h100-rail-only"),
-        placer=PLACERS["fabricfit"],
-        name="fabricfit",
-        queue_policy=policy,
-    )
+    result = run(trace, fabric=RAIL_ONLY, queue_policy=policy, used={"n000": 8, "n001": 4})
     assert all(0 <= s.used_gpus <= result.total_gpus for s in result.samples)
-    for run in result.jobs:
-        assert (run.start is None) == (run.reason is not None)
-        if run.start is not None:
-            assert run.end is not None and run.arrival <= run.start < run.end
+    for one in result.jobs:
+        assert (one.start is None) == (one.reason is not None)
+        if one.start is not None:
+            assert one.end is not None and one.arrival <= one.start < one.end
     if policy == STRICT_FIFO:
         assert result.held_jobs == result.backfilled_jobs == 0
         starts = [r.start for r in result.jobs if r.start is not None]
