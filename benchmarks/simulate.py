@@ -169,7 +169,8 @@ def _count_draws(snapshot: ClusterSnapshot, seeds: range) -> int:
                     mark = " ok" if lower and waits else " --"
                 cells.append(f"{comm:>7.1f} {mean:>5}/{p95:>5}{mark:>3}")
             print(f"{seed:>4} {fabric:<22} " + " | ".join(cells), flush=True)
-    print(f"\n{len(seeds)} draws, seeds {seeds[0]}-{seeds[-1]}; fabricfit against kueue-bestfit")
+    draws = f"{len(seeds)} draw{'' if len(seeds) == 1 else 's'}"
+    print(f"\n{draws}, seeds {seeds[0]}-{seeds[-1]}; fabricfit against kueue-bestfit")
     print(
         f"{'fabric':<22} {'queue':<16} {'all three':>9} {'comm lower':>10} "
         f"{'waits no longer':>15} {'comm ratio (geo mean)':>21}"
