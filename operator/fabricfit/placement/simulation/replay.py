@@ -87,8 +87,16 @@ class Replay:
     jobs: tuple[JobRun, ...]  # in trace order (arrival, then position)
     samples: tuple[Sample, ...]
     queue_policy: str = STRICT_FIFO
-    held_jobs: int = 0  # jobs held at least once although they could start (``wait-if-faster``)
-    backfilled_jobs: int = 0  # jobs started beside a held head (``wait-if-faster``)
+
+    @property
+    def held_jobs(self) -> int:
+        """Jobs held at least once although they could start (``wait-if-faster``)."""
+        return sum(j.held for j in self.jobs)
+
+    @property
+    def backfilled_jobs(self) -> int:
+        """Jobs started beside a held head (``wait-if-faster``)."""
+        return sum(j.backfilled for j in self.jobs)
 
 
 @dataclass(slots=True)
@@ -157,7 +165,6 @@ def replay(
         raise ValueError(f"unknown queue policy {queue_policy!r}")
     holding = queue_policy != STRICT_FIFO
     holds: dict[str, Hold] = {}  # the latest hold of each job held
-    backfilled: set[str] = set()
     runs = {j.name: JobRun(j.name, j.gpus, j.arrival) for j in jobs}
     state = _State(placer, profile, SimCluster.of(snapshot), runs, [])
     invalid = _invalid(snapshot, jobs)
@@ -197,20 +204,15 @@ def replay(
                 waiting = [j for j in queue if j.name not in invalid]
                 for started in state.backfill(waiting, hold, now):
                     queue.remove(started)
-                    backfilled.add(started.name)
+                    runs[started.name] = replace(runs[started.name], backfilled=True)
             break  # the next event serves the queue again
         samples.append(state.cluster.sample(now))
     return Replay(
         placer=name,
         total_gpus=sum(n.gpus for n in snapshot.nodes),
-        jobs=tuple(
-            replace(runs[j.name], held=j.name in holds, backfilled=j.name in backfilled)
-            for j in jobs
-        ),
+        jobs=tuple(replace(runs[j.name], held=j.name in holds) for j in jobs),
         samples=_deduplicated(samples),
         queue_policy=queue_policy,
-        held_jobs=len(holds),
-        backfilled_jobs=len(backfilled),
     )
 
 
