@@ -2,7 +2,9 @@
 
 Two fixtures feed it: ``cost/measurements.yaml`` (single published figures and short sweeps,
 each with its source, plus ``calibration_logs``: which nccl-tests logs the presets are fitted
-on; an entry may name ``max_bytes`` to fit only its rows up to that size) and
+on; an entry may name ``max_bytes`` to fit only its rows up to that size, and ``every: N`` to
+fit only every N-th row of the log in its order, the first included, so that the rows between
+them stay held out) and
 ``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs (each entry names its
 file, source, preset, layout, forced algorithm and a quality note; every out-of-place row of
 the log becomes a case). Logs with a ``reference`` reason, or whose quality note says "use with
@@ -45,15 +47,33 @@ def load_cases(read: Callable[[str], str], fabrics: Collection[str] | None = Non
     return [c for c in cases if fabrics is None or c.fabric in fabrics]
 
 
-def _calibration_logs(entries: Any) -> dict[str, int | None]:
-    """Calibration logs: a file name (every row) or ``{file, max_bytes}`` (its rows up to that
-    size; the larger rows of the log stay held out)."""
-    found: dict[str, int | None] = {}
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """Which rows of a calibration log are fitted: every ``every``-th row in the log's order (the
+    first included) that is at most ``max_bytes`` (None: any size)."""
+
+    max_bytes: int | None = None
+    every: int = 1
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError(f"calibration log 'every' must be at least 1, got {self.every}")
+
+    def fits(self, index: int, size: int) -> bool:
+        return (self.max_bytes is None or size <= self.max_bytes) and index % self.every == 0
+
+
+def _calibration_logs(entries: Any) -> dict[str, Selection]:
+    """Calibration logs: a file name (every row) or ``{file, max_bytes?, every?}`` (its rows up
+    to that size, every N-th of them; the others stay held out)."""
+    found: dict[str, Selection] = {}
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, Mapping):
-            found[str(entry.get("file", ""))] = int(entry["max_bytes"])
+            limit = entry.get("max_bytes")
+            selection = Selection(None if limit is None else int(limit), int(entry.get("every", 1)))
+            found[str(entry.get("file", ""))] = selection
         else:
-            found[str(entry)] = None
+            found[str(entry)] = Selection()
     return found
 
 
@@ -65,7 +85,7 @@ def _entries(manifest: Any) -> list[Mapping[str, Any]]:
 
 
 def _log_cases(
-    entry: Mapping[str, Any], read: Callable[[str], str], calibration: Mapping[str, int | None]
+    entry: Mapping[str, Any], read: Callable[[str], str], calibration: Mapping[str, Selection]
 ) -> list[Case]:
     path = str(entry.get("file", ""))
     fabric = entry.get("preset") or entry.get("fabric")
@@ -84,25 +104,19 @@ def _log_cases(
     suspect = any(word in quality.lower() for word in _SUSPECT)
     reference = str(entry.get("reference", "")) or (quality if suspect else "")
     stem = path.removesuffix(".log")
+    multi_gpu = [m for m in rows if m.nodes * m.gpus_per_node > 1]
+    selection = calibration.get(path)
     return [
         Case(
             id=f"{stem}@{m.size_bytes}",
             fabric=str(fabric),
             measurement=dataclasses.replace(m, algorithm=str(entry.get("algorithm", "auto"))),
-            calibration=_calibrates(calibration, path, m.size_bytes) and not reference,
+            calibration=selection is not None and selection.fits(i, m.size_bytes) and not reference,
             note=quality,
             reference=reference,
         )
-        for m in rows
-        if m.nodes * m.gpus_per_node > 1
+        for i, m in enumerate(multi_gpu)
     ]
-
-
-def _calibrates(calibration: Mapping[str, int | None], path: str, size: int) -> bool:
-    if path not in calibration:
-        return False
-    limit = calibration[path]
-    return limit is None or size <= limit
 
 
 def _short_source(source: str) -> str:

@@ -248,7 +248,7 @@ def tree_allreduce(
         if shape.max_per_domain > 1 and chain < alg:
             alg, tier = chain, "nvlink"
         transfer = size / (alg * nccl.tree_correction(size, proto) * GB)
-        loop = nccl.tree_loop_bytes(size, shape, t.channels, proto)
+        loop = nccl.tree_loop_bytes(size, shape, t.channels, proto, profile.nccl_buffsize)
         stages = 2 * nccl.tree_stages(shape)
         transfer += _fill_s(size, transfer, profile.stage_fill_loops * stages, loop)
         out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier))

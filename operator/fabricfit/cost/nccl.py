@@ -130,9 +130,11 @@ NVLS_CHUNK_BYTES: Final = 128 << 10
 NVLS_CHUNK_STEPS: Final = (64, 8, 2)  # halve the chunk while bytes < k × ops × chunk
 # NVLS-tree (enqueue.cc): the chunk drops to 256/128/64/32 KiB below 32/16/4/1 × ops × chunk.
 NVLS_TREE_SHRINK: Final = ((32, 256 << 10), (16, 128 << 10), (4, 64 << 10), (1, 32 << 10))
-# Tree chunks (enqueue.cc): one step of the protocol's buffer (NCCL_STEPS = 8) — Simple 4 MiB,
-# LL128 120 elements × 640 threads × 8 steps × 8 B with 15/16 of each line data, LL 512 KiB / 2.
-TREE_CHUNK_BYTES: Final = (32 << 10, 576_000, 512 << 10)
+# Tree chunks (enqueue.cc): one step of the protocol's buffer (NCCL_STEPS = 8) — LL128 120
+# elements × 640 threads × 8 steps × 8 B with 15/16 of each line data, LL 512 KiB / 2; Simple's
+# buffer is NCCL_BUFFSIZE (the profile's nccl_buffsize, 4 MiB by default).
+NCCL_STEPS: Final = 8
+TREE_CHUNK_BYTES: Final = {LL: 32 << 10, LL128: 576_000}
 # Tree LL128 halves its chunk while bytes / (channels·chunk) < steps·k / ppn, with
 # steps = 1 + log2(nodes) + 0.1·ppn (enqueue.cc), down to 128 KiB (k = 64), then 32 KiB (k = 16).
 TREE_LL128_SHRINK: Final = ((64, 128 << 10), (16, 32 << 10))
@@ -203,9 +205,13 @@ def tree_stages(shape: GroupShape) -> float:
     return float(log2_floor(shape.domains)) + 0.1 * shape.max_per_domain
 
 
-def tree_loop_bytes(size: int, shape: GroupShape, channels: float, proto: int) -> float:
-    """Bytes the tree moves per loop: channels × chunk, LL128 chunks shrunk as NCCL does."""
-    chunk = TREE_CHUNK_BYTES[proto]
+def tree_loop_bytes(
+    size: int, shape: GroupShape, channels: float, proto: int, buffsize: int
+) -> float:
+    """Bytes the tree moves per loop: channels × chunk, LL128 chunks shrunk as NCCL does; a
+    Simple chunk is one step, an eighth of the Simple buffer (``buffsize``, NCCL_BUFFSIZE:
+    enqueue.cc stepSize = buffSizes[proto] / NCCL_STEPS, chunkSteps 1 for the tree)."""
+    chunk = buffsize // NCCL_STEPS if proto == SIMPLE else TREE_CHUNK_BYTES[proto]
     ch = max(channels, 1.0)
     if proto == LL128:
         ppn = shape.max_per_domain

@@ -28,7 +28,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``). Unset, NCCL considers everything it would by default;
   set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc). Next to it
   ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
-  NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value);
+  NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value),
+  and ``nccl_buffsize`` (``NCCL_BUFFSIZE``: the Simple buffer, whose eighth is a tree chunk);
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
   the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
   failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
@@ -58,6 +59,7 @@ import yaml
 from fabricfit.fabric.ncclsetup import NcclSetupError, parse_algorithms, parse_protocols
 
 DEFAULT_PROFILE = "dgx-h100"
+DEFAULT_BUFFSIZE = 1 << 22  # NCCL's Simple buffer when NCCL_BUFFSIZE is not set (init.cc:813)
 ARCHES = ("ampere", "hopper", "blackwell", "tpu")
 WRAP_RULES = ("cube", "axis")
 
@@ -138,6 +140,10 @@ class FabricProfile:
     # so it steers NCCL's choice of algorithm and protocol; not wall time. 0: NCCL's own IB and
     # socket transports report 0 (net_ib/init.cc:558, net_socket.cc:174).
     net_plugin_latency_us: float = 0.0
+    # NCCL_BUFFSIZE: the Simple protocol's buffer per connection (bytes; NCCL's default 4 MiB,
+    # init.cc:813). A Simple step is an eighth of it (NCCL_STEPS), and so is a tree chunk, so it
+    # sets how many bytes a tree pipeline loop carries and how long the tree takes to fill.
+    nccl_buffsize: int = DEFAULT_BUFFSIZE
     # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
     spare_nodes_per_nvlink_domain: int = 0
     torus: TorusSpec | None = None
@@ -185,7 +191,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
 )
 # Optional integer fields, as above.
 OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
-    {"spare_nodes_per_nvlink_domain": (0, 1024)}
+    {"spare_nodes_per_nvlink_domain": (0, 1024), "nccl_buffsize": (1 << 16, 1 << 30)}
 )
 NCCL_SETUP_FIELDS = ("nccl_algorithms", "nccl_protocols", "nvls_enabled")
 _OPTIONAL = (
@@ -369,11 +375,12 @@ def _check_consistency(profile: FabricProfile) -> None:
         profile.nccl_protocols,
         not profile.nvls_enabled,
         profile.net_plugin_latency_us,
+        profile.nccl_buffsize != DEFAULT_BUFFSIZE,
     )
     if profile.torus is not None and any(nccl_setup):
         raise ProfileError(
-            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled and "
-            "net_plugin_latency_us describe NCCL; a TPU profile (arch 'tpu') takes none of them"
+            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled, net_plugin_latency_us "
+            "and nccl_buffsize describe NCCL; a TPU profile (arch 'tpu') takes none of them"
         )
     if profile.nvls and profile.nvls_efficiency <= 0:
         raise ProfileError("nvls_efficiency must be > 0 when nvls is true")

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from fabricfit.calibrate import accuracy
-from fabricfit.calibrate.dataset import load_cases
+from fabricfit.calibrate.dataset import Selection, load_cases
 from fabricfit.calibrate.fit import Measurement, predict
 from fabricfit.cost import Collective
 from fabricfit.fabric.profiles import PRESETS, get_profile
@@ -98,3 +98,26 @@ def test_a_calibration_log_may_fit_only_its_small_rows() -> None:
     )
     assert any(c.measurement.size_bytes > 1 << 16 for c in two_nodes)
     assert not any(c.calibration for c in two_nodes if c.measurement.size_bytes > 1 << 16)
+
+
+def test_a_calibration_log_may_fit_every_second_row() -> None:
+    """A3 Mega's sweep: every second row in the log's order is calibration (the first
+    included), the rows between stay held out, across every size band."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    cases = load_cases(lambda p: (fixtures / p).read_text(encoding="utf-8"), {"gcp-a3-mega"})
+    sweep = [c for c in cases if c.id.startswith("h100-2x8-gcp-a3-mega")]
+    assert len(sweep) > 20
+    assert [c.calibration for c in sweep] == [i % 2 == 0 for i in range(len(sweep))]
+    held_out = [c.measurement.size_bytes for c in sweep if not c.calibration]
+    assert min(held_out) <= 1 << 16 and max(held_out) >= 1 << 30
+
+
+def test_a_calibration_selection_combines_size_limit_and_stride() -> None:
+    selection = Selection(max_bytes=1 << 16, every=3)
+    fitted = [i for i in range(10) if selection.fits(i, 1 << (10 + 2 * i))]
+    assert fitted == [0, 3]  # 1 KiB and 64 KiB; 9 is every third but 256 MiB is too large
+    assert all(Selection().fits(i, 1 << 40) for i in range(5))
+    with pytest.raises(ValueError, match="'every' must be at least 1, got 0"):
+        Selection(every=0)

@@ -53,6 +53,37 @@ def test_tree_fill_grows_with_the_stages_between_domains() -> None:
     assert nccl.tree_stages(nodes_of_8(16)) == 4 + 0.8
 
 
+def test_a_tree_simple_chunk_is_an_eighth_of_nccl_buffsize() -> None:
+    shape = nodes_of_8(2)
+    assert nccl.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 1 << 22) == 16 * 512 * KIB
+    assert nccl.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 8 << 20) == 16 * MIB
+    # LL and LL128 have buffers of their own (NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE)
+    for proto in (nccl.LL, nccl.LL128):
+        small, large = (
+            nccl.tree_loop_bytes(1 << 30, shape, 16, proto, b) for b in (1 << 22, 8 << 20)
+        )
+        assert small == large
+
+
+def test_a_larger_simple_buffer_fills_the_tree_longer_above_one_loop() -> None:
+    """Fill is d loops at the call's rate: below one loop it scales with the call whatever the
+    loop, above it grows with the loop's bytes (twice the chunk: twice the fill)."""
+    base = dataclasses.replace(H100, nccl_protocols=("Simple",))
+
+    def seconds(size: int, buffsize: int, stage: float) -> float:
+        profile = dataclasses.replace(base, nccl_buffsize=buffsize, stage_fill_loops=stage)
+        return estimate_shape(
+            Collective.ALL_REDUCE, size, nodes_of_8(2), profile, algorithm="tree"
+        ).seconds
+
+    def fill(size: int, buffsize: int) -> float:
+        return seconds(size, buffsize, 1.0) - seconds(size, buffsize, 0.0)
+
+    assert fill(4 * MIB, 8 << 20) == pytest.approx(fill(4 * MIB, 1 << 22))  # < one loop of both
+    assert fill(1 << 30, 8 << 20) == pytest.approx(2 * fill(1 << 30, 1 << 22))
+    assert seconds(1 << 30, 8 << 20, 1.0) > seconds(1 << 30, 1 << 22, 1.0)
+
+
 def test_an_ll128_step_across_nics_costs_a_simple_hop_and_simple_adds_its_flush() -> None:
     t = nccl.tiers(nodes_of_8(10), H100, 1.0)
     simple = nccl.ring_latency_us(True, t, 79, 9, nccl.SIMPLE)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabricfit.api.constants import FABRIC_PRESETS
+from fabricfit.fabric.catalog import dump_profile
 from fabricfit.fabric.profiles import (
     DEFAULT_PROFILE,
     PRESETS,
@@ -168,6 +169,10 @@ def _edit(preset: str, **changes: object) -> str:
         (_edit("dgx-h100", net_plugin_latency_us="75us"), "'net_plugin_latency_us' must be a"),
         (_edit("dgx-h100", net_plugin_latency_us=True), "'net_plugin_latency_us' must be a"),
         (_edit("tpu-v4", net_plugin_latency_us=75), "TPU profile .* takes none of them"),
+        (_edit("dgx-h100", nccl_buffsize=4096), "must be within \\[65536, 1073741824\\]"),
+        (_edit("dgx-h100", nccl_buffsize=8.5e6), "'nccl_buffsize' must be an integer"),
+        (_edit("dgx-h100", nccl_buffsize="8M"), "'nccl_buffsize' must be an integer"),
+        (_edit("tpu-v4", nccl_buffsize=1 << 23), "TPU profile .* takes none of them"),
     ],
 )
 def test_bad_custom_profiles_are_rejected_with_one_line(text: str, message: str) -> None:
@@ -195,6 +200,21 @@ def test_net_plugin_latency_is_the_plugins_reported_value() -> None:
     site = load_profile(_edit("dgx-h100", name="site-efa", net_plugin_latency_us=35))
     assert site.net_plugin_latency_us == 35.0 and site != get_profile("dgx-h100")
     assert load_profile(_edit("tpu-v4", net_plugin_latency_us=0)) == get_profile("tpu-v4")
+
+
+def test_nccl_buffsize_is_the_platforms_simple_buffer() -> None:
+    # NCCL's default Simple buffer is 4 MiB (init.cc); the p5 run's sbatch and GCP's TCPXO set-up
+    # set NCCL_BUFFSIZE=8388608
+    assert get_profile("dgx-h100").nccl_buffsize == 1 << 22
+    assert (
+        get_profile("aws-p5").nccl_buffsize == get_profile("gcp-a3-mega").nccl_buffsize == 8 << 20
+    )
+    others = {p.nccl_buffsize for n, p in PRESETS.items() if n not in ("aws-p5", "gcp-a3-mega")}
+    assert others == {1 << 22}
+    site = load_profile(_edit("dgx-h100", name="site-buf", nccl_buffsize=1 << 24))
+    assert site.nccl_buffsize == 1 << 24 and site != get_profile("dgx-h100")
+    assert load_profile(dump_profile(site)) == site
+    assert load_profile(_edit("tpu-v4", nccl_buffsize=1 << 22)) == get_profile("tpu-v4")
 
 
 def test_nccl_set_up_reads_as_nccl_reads_its_environment() -> None:
