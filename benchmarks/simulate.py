@@ -15,7 +15,10 @@ change is not judged on one draw only; ``--draws FIRST-LAST`` replays every draw
 against the Kueue BestFit emulation — less communication, mean and p95 wait no longer, compared
 as printed (GPU-h to 0.1, seconds to 1) — with each queue policy. Each trace is replayed on the
 64-node DGX-H100 cluster once per fabric (``dgx-h100`` full bisection, ``h100-leaf-spine-2to1``,
-``h100-rail-only``) and per placer by the pure simulation (``fabricfit.placement.simulation``,
+``h100-rail-only``), and the GB200 variant of the generated mix (``published-mix-nvl72.yaml``:
+the same draws in pods of at most one 4-GPU tray; ``--seed``/``--draws`` draw it too) on the
+144-tray GB200 NVL72 cluster (``gb200-nvl72``; not with ``--quick``), per placer by the pure
+simulation (``fabricfit.placement.simulation``,
 the same code as ``fabricfit simulate``), so every figure is the cost model's prediction, not a
 measurement on hardware. Every placer runs a strict FIFO queue; the row ``fabricfit+wait`` is
 fabricfit again under the ``wait-if-faster`` queue policy (``simulate --queue-policy``: hold the
@@ -33,7 +36,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +50,43 @@ from fabricfit.placement.simulation import (
     STRICT_FIFO,
     WAIT_IF_FASTER,
     Summary,
+    TraceJob,
     parse_trace,
     replay,
     summarize,
 )
 
 TRACES = Path(__file__).resolve().parent / "traces"
-FABRICS = ("dgx-h100", "h100-leaf-spine-2to1", "h100-rail-only")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A node dump, the fabrics it is replayed as, and the traces (files, generated mix) for it."""
+
+    nodes: str
+    fabrics: tuple[str, ...]
+    traces: tuple[str, ...]  # the shipped trace files, the small one (``--quick``) first
+    mix: str  # ``generate.py``'s name of the cluster the generated mix is drawn for
+    quick: bool  # replayed with ``--quick``
+
+
+CLUSTERS = (
+    Cluster(
+        "nodes-h100-64.yaml",
+        ("dgx-h100", "h100-leaf-spine-2to1", "h100-rail-only"),
+        ("small.yaml", "published-mix.yaml"),
+        "FABRIC",
+        quick=True,
+    ),
+    Cluster(
+        "nodes-gb200-144.yaml",
+        ("gb200-nvl72",),
+        ("published-mix-nvl72.yaml",),
+        "NVL72",
+        quick=False,
+    ),
+)
+FABRICS = tuple(f for c in CLUSTERS for f in c.fabrics)
 #: Every placer strictly FIFO, then fabricfit again holding the head when that pays (a what-if:
 #: it reads the trace's durations, which the operator does not know).
 ROWS = (
@@ -72,43 +105,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--draws", type=_draw_range, metavar="FIRST-LAST", help="count the targets over seeds"
     )
     args = parser.parse_args(argv)
-    nodes = load_objects(decode_text((TRACES / "nodes-h100-64.yaml").read_bytes()))
-    snapshot = build_snapshot(nodes, [], scheme="native")
+    clusters = [c for c in CLUSTERS if c.quick or not args.quick]
+    snapshots = {c: _snapshot(c) for c in clusters}
     if args.draws:
-        return _count_draws(snapshot, args.draws)
-    traces = ["small.yaml"] if args.quick else ["small.yaml", "published-mix.yaml"]
-    documents = {
-        name: load_objects(decode_text((TRACES / name).read_bytes()))[0] for name in traces
-    }
-    for seed in args.seed:
-        documents[f"published-mix seed {seed}"] = _published_mix(seed)
-    for trace_name, document in documents.items():
-        jobs = parse_trace(document)
-        for fabric in FABRICS:
-            profile = get_profile(fabric)
-            print(f"\ntrace {trace_name} ({len(jobs)} jobs), fabric {fabric}, 64 nodes / 512 GPUs")
-            print(
-                f"{'placer':<14} {'placed':>6} {'wait mean s':>11} {'wait p95 s':>10} "
-                f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} "
-                f"{'spine TB':>9} {'largest RG mean/min':>19} {'wall s':>7}"
-            )
-            for name, placer, policy in ROWS:
-                start = time.perf_counter()
-                result = replay(
-                    snapshot, jobs, profile, placer=placer, name=name, queue_policy=policy
-                )
-                wall = time.perf_counter() - start
-                s = summarize(result)
-                print(
-                    f"{name:<14} {s.placed:>6} {s.wait_mean_s:>11.0f} {s.wait_p95_s:>10.0f} "
-                    f"{s.makespan_s / 3600:>10.2f} {s.utilisation_mean:>5.0%} "
-                    f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} "
-                    f"{s.spine_bytes / 1e12:>9.1f} "
-                    f"{s.largest_rail_group_gpus_mean:>13.0f} / {s.largest_rail_group_gpus_min:<3} "
-                    f"{wall:>7.1f}",
-                    flush=True,
-                )
+        return _count_draws(snapshots, args.draws)
+    for cluster, snapshot in snapshots.items():
+        files = cluster.traces[:1] if args.quick else cluster.traces
+        documents = {
+            name: load_objects(decode_text((TRACES / name).read_bytes()))[0] for name in files
+        }
+        for seed in args.seed:
+            documents[f"published-mix seed {seed}"] = _published_mix(seed, cluster)
+        for trace_name, document in documents.items():
+            _print_tables(trace_name, parse_trace(document), cluster, snapshot)
     return 0
+
+
+def _snapshot(cluster: Cluster) -> ClusterSnapshot:
+    nodes = load_objects(decode_text((TRACES / cluster.nodes).read_bytes()))
+    return build_snapshot(nodes, [], scheme="native")
+
+
+def _print_tables(
+    trace_name: str, jobs: Sequence[TraceJob], cluster: Cluster, snapshot: ClusterSnapshot
+) -> None:
+    gpus = sum(n.gpus for n in snapshot.nodes)
+    for fabric in cluster.fabrics:
+        profile = get_profile(fabric)
+        print(
+            f"\ntrace {trace_name} ({len(jobs)} jobs), fabric {fabric}, "
+            f"{len(snapshot.nodes)} nodes / {gpus} GPUs"
+        )
+        print(
+            f"{'placer':<14} {'placed':>6} {'wait mean s':>11} {'wait p95 s':>10} "
+            f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} "
+            f"{'spine TB':>9} {'largest RG mean/min':>19} {'wall s':>7}"
+        )
+        for name, placer, policy in ROWS:
+            start = time.perf_counter()
+            result = replay(snapshot, jobs, profile, placer=placer, name=name, queue_policy=policy)
+            wall = time.perf_counter() - start
+            s = summarize(result)
+            print(
+                f"{name:<14} {s.placed:>6} {s.wait_mean_s:>11.0f} {s.wait_p95_s:>10.0f} "
+                f"{s.makespan_s / 3600:>10.2f} {s.utilisation_mean:>5.0%} "
+                f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} "
+                f"{s.spine_bytes / 1e12:>9.1f} "
+                f"{s.largest_rail_group_gpus_mean:>13.0f} / {s.largest_rail_group_gpus_min:<3} "
+                f"{wall:>7.1f}",
+                flush=True,
+            )
 
 
 def _draw_range(text: str) -> range:
@@ -137,14 +183,16 @@ class _Tally:
     log_ratio: float = 0.0
 
 
-def _count_draws(snapshot: ClusterSnapshot, seeds: range) -> int:
+def _count_draws(snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range) -> int:
     names = ("kueue-bestfit", "fabricfit", "fabricfit+wait")
     rows = [r for r in ROWS if r[0] in names]
-    tally = {(f, n): _Tally() for f in FABRICS for n in names[1:]}
+    fabrics = [(f, c) for c in snapshots for f in c.fabrics]
+    tally = {(f, n): _Tally() for f, _ in fabrics for n in names[1:]}
     print(f"{'seed':>4} {'fabric':<22} " + " | ".join(f"{n:>22}" for n in names))
     for seed in seeds:
-        jobs = parse_trace(_published_mix(seed))
-        for fabric in FABRICS:
+        drawn = {c: parse_trace(_published_mix(seed, c)) for c in snapshots}
+        for fabric, cluster in fabrics:
+            snapshot, jobs = snapshots[cluster], drawn[cluster]
             profile = get_profile(fabric)
             got = {
                 name: summarize(
@@ -175,7 +223,7 @@ def _count_draws(snapshot: ClusterSnapshot, seeds: range) -> int:
         f"{'fabric':<22} {'queue':<16} {'all three':>9} {'comm lower':>10} "
         f"{'waits no longer':>15} {'comm ratio (geo mean)':>21}"
     )
-    for fabric in FABRICS:
+    for fabric, _ in fabrics:
         for name in names[1:]:
             t = tally[fabric, name]
             print(
@@ -185,12 +233,13 @@ def _count_draws(snapshot: ClusterSnapshot, seeds: range) -> int:
     return 0
 
 
-def _published_mix(seed: int) -> object:
-    """The generated trace drawn with ``seed`` (``traces/generate.py``, not written to disk)."""
+def _published_mix(seed: int, cluster: Cluster) -> object:
+    """The generated trace drawn with ``seed`` for ``cluster`` (``traces/generate.py``, not
+    written to disk)."""
     sys.path.insert(0, str(TRACES))
     import generate  # it puts hack/ on sys.path, so only when asked for
 
-    return generate.published_mix(seed=seed)
+    return generate.published_mix(seed=seed, fabric=getattr(generate, cluster.mix))
 
 
 if __name__ == "__main__":

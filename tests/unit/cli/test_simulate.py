@@ -106,6 +106,18 @@ def test_readme_generated_trace_with_one_placer(capsys: pytest.CaptureFixture[st
     assert summary["placed"] + summary["unplaceable"] == 240 and summary["placed"] > 200
 
 
+def test_readme_gb200_trace_replays_on_the_nvl72_trays(capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, trace = TRACES / "nodes-gb200-144.yaml", TRACES / "published-mix-nvl72.yaml"
+    argv = ["simulate", "--nodes", str(nodes), "--trace", str(trace), "--placer", "fabricfit"]
+    assert main([*argv, "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["fabric"] == "gb200-nvl72"  # the trays' own label
+    run = body["placers"]["fabricfit"]
+    assert run["totalGpus"] == 576 and run["summary"]["placed"] == 240
+    for job in run["jobs"]:  # a pod is at most one tray: a job of G GPUs spans >= G/4 trays
+        assert job["nodes"] >= -(-job["gpus"] // 4)
+
+
 def write(tmp_path: Path, text: str) -> str:
     path = tmp_path / "trace.yaml"
     path.write_text(text)
