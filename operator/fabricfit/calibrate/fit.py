@@ -138,7 +138,10 @@ def measurements_from_log(
     ``gpus_per_node`` override the header; one of them is derived from the rank count when the
     other is known. FitError when the collective or the layout cannot be determined."""
     if log.collective is None:
-        raise FitError(f"{log.path}: unknown collective (name the test, e.g. all_reduce_perf)")
+        raise FitError(
+            f"{log.path}: unknown collective: the log names no test (pass --collective, e.g."
+            " --collective all-reduce)"
+        )
     nodes = nodes or log.nodes
     gpus = gpus_per_node or log.gpus_per_node
     if log.ranks:

@@ -93,7 +93,8 @@ def test_a_log_without_its_test_name_needs_the_collective(
 ) -> None:
     log = str(LOGS / "h100-2x8-aws-p5-all-reduce.log")
     code, _, err = run(capsys, log, "--nodes", "2", "--gpus-per-node", "8")
-    assert code == 2 and "unknown collective" in err
+    assert code == 2 and "unknown collective: the log names no test (pass --collective" in err
+    assert err.count("\n") == 1
     code, _, err = run(
         capsys, log, "--nodes", "2", "--gpus-per-node", "8", "--collective", "all-reduce"
     )
