@@ -2,7 +2,8 @@
 
 Two fixtures feed it: ``cost/measurements.yaml`` (single published figures and short sweeps,
 each with its source, plus ``calibration_logs``: which nccl-tests logs the presets are fitted
-on; an entry may name ``max_bytes`` to fit only its rows up to that size, and ``every: N`` to
+on; an entry may name ``max_bytes`` / ``min_bytes`` to fit only its rows up to / from that
+size, and ``every: N`` to
 fit only every N-th row of the log in its order, the first included, so that the rows between
 them stay held out) and
 ``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs (each entry names its
@@ -50,27 +51,33 @@ def load_cases(read: Callable[[str], str], fabrics: Collection[str] | None = Non
 @dataclasses.dataclass(frozen=True)
 class Selection:
     """Which rows of a calibration log are fitted: every ``every``-th row in the log's order (the
-    first included) that is at most ``max_bytes`` (None: any size)."""
+    first included) that is at least ``min_bytes`` and at most ``max_bytes`` (None: any size)."""
 
     max_bytes: int | None = None
     every: int = 1
+    min_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.every < 1:
             raise ValueError(f"calibration log 'every' must be at least 1, got {self.every}")
 
     def fits(self, index: int, size: int) -> bool:
-        return (self.max_bytes is None or size <= self.max_bytes) and index % self.every == 0
+        inside = size >= self.min_bytes and (self.max_bytes is None or size <= self.max_bytes)
+        return inside and index % self.every == 0
 
 
 def _calibration_logs(entries: Any) -> dict[str, Selection]:
-    """Calibration logs: a file name (every row) or ``{file, max_bytes?, every?}`` (its rows up
-    to that size, every N-th of them; the others stay held out)."""
+    """Calibration logs: a file name (every row) or ``{file, max_bytes?, min_bytes?, every?}``
+    (its rows within those sizes, every N-th of them; the others stay held out)."""
     found: dict[str, Selection] = {}
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, Mapping):
             limit = entry.get("max_bytes")
-            selection = Selection(None if limit is None else int(limit), int(entry.get("every", 1)))
+            selection = Selection(
+                None if limit is None else int(limit),
+                int(entry.get("every", 1)),
+                int(entry.get("min_bytes", 0)),
+            )
             found[str(entry.get("file", ""))] = selection
         else:
             found[str(entry)] = Selection()

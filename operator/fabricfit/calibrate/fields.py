@@ -42,6 +42,7 @@ FITTABLE: dict[str, Field] = {
     "net_hop_latency_us": Field(0.1, 100.0, True, False),
     "nvls_latency_us": Field(1.0, 200.0, True, False),
     "pipeline_fill_loops": Field(0.0, 40.0, False, True),
+    "nvls_tree_efficiency": Field(0.3, 1.0, True, True),
     "stage_fill_loops": Field(0.0, 8.0, False, True),
     "alltoall_efficiency": Field(0.1, 1.0, True, True),
     "alltoall_decay": Field(0.0, 2.0, False, True),
@@ -63,7 +64,12 @@ def fittable_fields(profile: FabricProfile) -> tuple[str, ...]:
     """Fields :func:`fit_profile` may change on this profile (NVLS ones only with NVLS)."""
     if profile.torus is not None:
         return ()
-    nvls_only = ("nvls_efficiency", "nvls_latency_us", "pipeline_fill_loops")
+    nvls_only = (
+        "nvls_efficiency",
+        "nvls_latency_us",
+        "pipeline_fill_loops",
+        "nvls_tree_efficiency",
+    )
     return tuple(f for f in FITTABLE if profile.nvls or f not in nvls_only)
 
 

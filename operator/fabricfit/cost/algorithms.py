@@ -295,18 +295,23 @@ def nvls_tree_allreduce(
     doubled = 2.0 if shape.domains <= 2 else 1.0
     cap = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)[nccl.node_index(shape)]
     inter_bus = min(doubled * t.out_gb_per_s, channels * cap)
-    inter_s = 2 * (n - 1) / n * size / (inter_bus * GB)
-    intra_s = size / (nccl.nvls_algbw_gb_per_s(m, profile) * GB)
-    transfer = max(intra_s, inter_s)
+    slow = 1.0
     if profile.arch == "blackwell" and profile.gpus_per_nvlink_domain == profile.gpus_per_node:
-        transfer /= nccl.tree_correction(size, SIMPLE)  # x86 Blackwell (tuning.cc:645)
+        slow = 1 / nccl.tree_correction(size, SIMPLE)  # x86 Blackwell (tuning.cc:645)
+    inter_s = slow * 2 * (n - 1) / n * size / (inter_bus * GB)
+    intra_bw = nccl.nvls_algbw_gb_per_s(m, profile) * profile.nvls_tree_efficiency
+    intra_s = slow * size / (intra_bw * GB)
+    transfer = max(intra_s, inter_s)
     loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS), chunk)
-    # fill: NVLS inside the domain, then one stage per tree level up and down between domains
-    loops = profile.pipeline_fill_loops + profile.stage_fill_loops * 2 * nccl.log2_domains(shape)
+    # fill: the first loop crosses NVLS inside the domain, then one stage per tree level up and
+    # down between domains, each stage at its own tier's rate (the slower tier sets the plateau)
+    stages = profile.stage_fill_loops * 2 * nccl.log2_domains(shape)
+    fill = _fill_s(size, intra_s, profile.pipeline_fill_loops, loop)
+    fill += _fill_s(size, inter_s, stages, loop)
     inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us
     lat = profile.nvls_latency_us + t.net_base_us + 2 * nccl.log2_domains(shape) * inter_hop
     bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
-    seconds = transfer + _fill_s(size, transfer, loops, loop)
+    seconds = transfer + fill
     return [Candidate("nvls-tree", "Simple", lat * US, seconds, bottleneck)]
 
 

@@ -15,7 +15,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   out of a large NVLink domain (channels map to NICs; binds on GB200 NVL72, not on 8-GPU nodes);
 * optional wall-time latencies fitted per tier (``base_latency_us`` per call inside a domain,
   ``net_base_latency_us`` added when the call crosses NICs, ``nvls_latency_us`` for NVLink SHARP)
-  next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``)
+  next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``),
+  the share of NVLS bandwidth NVLS-tree's NVLink stage keeps (``nvls_tree_efficiency``)
   and of each tree / NVLS-tree stage between domains (``stage_fill_loops``)
   and the cross-domain all-to-all efficiency and its decay with domain count
   (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
@@ -116,6 +117,9 @@ class FabricProfile:
     nvls_latency_us: float = 25.0
     # NVLS pipeline fill: efficiency L/(L + d) with L = bytes / (channels·heads·chunk) loops.
     pipeline_fill_loops: float = 4.0
+    # NVLS-tree's NVLink stage: the fraction of standalone NVLS bandwidth it reaches while the
+    # same kernel also drives the network sends and receives of the tree (1: as fast as NVLS).
+    nvls_tree_efficiency: float = 1.0
     # Tree / NVLS-tree pipeline fill per stage a chunk crosses between domains (tree levels up
     # and down, and the chain inside a domain for the classic tree), in loops of the call.
     stage_fill_loops: float = 1.0
@@ -181,6 +185,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "net_base_latency_us": (0.0, 10_000.0),
         "nvls_latency_us": (0.0, 10_000.0),
         "pipeline_fill_loops": (0.0, 1_000.0),
+        "nvls_tree_efficiency": (0.05, 1.0),
         "stage_fill_loops": (0.0, 1_000.0),
         "launch_us_per_gpu": (0.0, 1_000.0),
         "alltoall_efficiency": (0.01, 1.0),

@@ -121,3 +121,25 @@ def test_a_calibration_selection_combines_size_limit_and_stride() -> None:
     assert all(Selection().fits(i, 1 << 40) for i in range(5))
     with pytest.raises(ValueError, match="'every' must be at least 1, got 0"):
         Selection(every=0)
+
+
+def test_a_calibration_selection_may_start_at_a_size() -> None:
+    selection = Selection(min_bytes=1 << 20, every=2)
+    sizes = [1 << (17 + i) for i in range(8)]  # 128 KiB ... 16 MiB, indices 0..7
+    fitted = [s for i, s in enumerate(sizes) if selection.fits(i, s)]
+    assert fitted == [2 << 20, 8 << 20]  # indices 4 and 6; 1 MiB (3) and 16 MiB (7) are odd
+
+
+def test_the_two_node_nvls_tree_sweep_is_fitted_on_every_second_row_from_1_mib() -> None:
+    """nccl-tests#309's bare-metal 2x8 sweep: rows from 1 MiB, every second of them in the
+    log's order, are calibration; the smaller rows, the rows between and the other sites'
+    2x8 runs stay held out."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    cases = load_cases(lambda p: (fixtures / p).read_text(encoding="utf-8"), {"dgx-h100"})
+    sweep = [c for c in cases if c.id.startswith("h100-2x8-qoofyk")]
+    fitted = [c.measurement.size_bytes for c in sweep if c.calibration]
+    assert fitted == [1 << k for k in range(21, 34, 2)]  # 2 MiB, 8 MiB, ..., 8 GiB
+    others = [c for c in cases if c.id.startswith(("h100-2x8-gjaion", "h100-2x8-oci"))]
+    assert others and not any(c.calibration for c in others)

@@ -68,7 +68,13 @@ def test_fields_the_rows_do_not_constrain_keep_their_base_value() -> None:
 
 
 SMALL = [8, 1 << 10, 8 << 10, 32 << 10, LATENCY_MAX_BYTES]
-BANDWIDTH_FIELDS = ("nvls_efficiency", "nic_efficiency", "pipeline_fill_loops", "stage_fill_loops")
+BANDWIDTH_FIELDS = (
+    "nvls_efficiency",
+    "nic_efficiency",
+    "pipeline_fill_loops",
+    "stage_fill_loops",
+    "nvls_tree_efficiency",
+)
 
 
 def _fitted_values(profile: FabricProfile) -> dict[str, float]:
@@ -78,12 +84,20 @@ def _fitted_values(profile: FabricProfile) -> dict[str, float]:
 def test_small_message_rows_never_move_bandwidth_or_fill_fields() -> None:
     """Latency rows (<= 64 KiB) of a fabric whose NICs, NVLS and tree fill differ from the base:
     only latencies are fitted; every efficiency and fill keeps the base's value, saying why."""
+    # the tree fill two loops deeper than the base's: a deeper fill still adds a few µs to a
+    # small call (tree LL fills with a few KiB), which the per-call latency then absorbs (the
+    # fitted latency lands within 15 %: 44 µs for 40 at dgx-h100's fill)
     truth = dataclasses.replace(
-        H100, nic_efficiency=0.7, stage_fill_loops=3.0, nvls_efficiency=0.6, net_base_latency_us=40
+        H100,
+        nic_efficiency=0.7,
+        stage_fill_loops=H100.stage_fill_loops + 2.0,
+        nvls_efficiency=0.6,
+        nvls_tree_efficiency=0.8,
+        net_base_latency_us=40,
     )
     rows = synthetic(truth, Collective.ALL_REDUCE, 2, 8, SMALL)
     result = fit_profile(H100, rows)
-    assert result.profile.net_base_latency_us == pytest.approx(40, rel=0.1)
+    assert result.profile.net_base_latency_us == pytest.approx(40, rel=0.15)
     kept = dict(result.kept_fields)
     for name in BANDWIDTH_FIELDS:
         assert getattr(result.profile, name) == getattr(H100, name)

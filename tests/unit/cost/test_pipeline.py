@@ -53,6 +53,58 @@ def test_tree_fill_grows_with_the_stages_between_domains() -> None:
     assert nccl.tree_stages(nodes_of_8(16)) == 4 + 0.8
 
 
+def _nvls_tree_s(size: int, domains: int, **changes: float) -> float:
+    profile = dataclasses.replace(H100, **changes)
+    return estimate_shape(
+        Collective.ALL_REDUCE, size, nodes_of_8(domains), profile, algorithm="nvls-tree"
+    ).seconds
+
+
+def test_nvls_tree_stages_fill_at_their_own_tier_rate() -> None:
+    """The first loop crosses NVLS in the domain at the NVLink rate and each tree stage at the
+    network's: at 2 nodes (NVLink-bound, NICs doubled) a slower NIC lengthens the stages' fill
+    though the plateau stays NVLink's; NVLS's own fill does not depend on the NIC at all."""
+
+    def stage_fill(size: int, nic: float) -> float:
+        deep = _nvls_tree_s(size, 2, nic_efficiency=nic, stage_fill_loops=1.0)
+        return deep - _nvls_tree_s(size, 2, nic_efficiency=nic, stage_fill_loops=0.0)
+
+    def domain_fill(nic: float) -> float:
+        deep = _nvls_tree_s(1 << 30, 2, nic_efficiency=nic, pipeline_fill_loops=2.0)
+        return deep - _nvls_tree_s(1 << 30, 2, nic_efficiency=nic, pipeline_fill_loops=0.0)
+
+    # the NICs are not the 2-node limit: the plateau (16 GiB, fill amortised) barely moves
+    fast, slow = (_nvls_tree_s(16 << 30, 2, nic_efficiency=e) for e in (0.96, 0.8))
+    assert slow == pytest.approx(fast, rel=0.01)
+    # but two tree stages of one 16 MiB loop each take a loop's time at the network's rate
+    loop = 16 * 8 * 128 * KIB
+    for nic in (0.96, 0.8):
+        inter_algbw = 2 * 8 * 50 * nic / (2 * 15 / 16) * 1e9  # NICs doubled at 2 nodes
+        assert stage_fill(1 << 30, nic) == pytest.approx(2 * loop / inter_algbw, rel=1e-6)
+    assert domain_fill(0.96) == pytest.approx(domain_fill(0.8))
+
+
+def test_nvls_tree_efficiency_scales_the_nvlink_stage_only() -> None:
+    """NVLS-tree's NVLink stage at a fraction of standalone NVLS: it sets the 2-node plateau
+    (NVLink-bound) and leaves a 4-node one (NIC-bound) alone."""
+    full, part = (_nvls_tree_s(16 << 30, 2, nvls_tree_efficiency=e) for e in (1.0, 0.9))
+    assert part / full == pytest.approx(1 / 0.9, rel=0.01)
+    full, part = (_nvls_tree_s(16 << 30, 4, nvls_tree_efficiency=e) for e in (1.0, 0.9))
+    assert part == pytest.approx(full, rel=0.002)
+    # NVLS inside one domain does not run the tree's kernel: unaffected
+    one = GroupShape(8, 1, 1, 8, 8, 8, 8, 1, False, 1, True)
+    plain, tree_eff = (
+        estimate_shape(
+            Collective.ALL_REDUCE,
+            1 << 30,
+            one,
+            dataclasses.replace(H100, nvls_tree_efficiency=e),
+        ).seconds
+        for e in (1.0, 0.5)
+    )
+    assert plain == tree_eff
+
+
 def test_a_tree_simple_chunk_is_an_eighth_of_nccl_buffsize() -> None:
     shape = nodes_of_8(2)
     assert nccl.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 1 << 22) == 16 * 512 * KIB

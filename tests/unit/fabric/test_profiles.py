@@ -173,6 +173,9 @@ def _edit(preset: str, **changes: object) -> str:
         (_edit("dgx-h100", nccl_buffsize=8.5e6), "'nccl_buffsize' must be an integer"),
         (_edit("dgx-h100", nccl_buffsize="8M"), "'nccl_buffsize' must be an integer"),
         (_edit("tpu-v4", nccl_buffsize=1 << 23), "TPU profile .* takes none of them"),
+        (_edit("dgx-h100", nvls_tree_efficiency=0), "must be within \\[0.05, 1.0\\]"),
+        (_edit("dgx-h100", nvls_tree_efficiency=1.2), "must be within \\[0.05, 1.0\\]"),
+        (_edit("dgx-h100", nvls_tree_efficiency="92%"), "'nvls_tree_efficiency' must be a"),
     ],
 )
 def test_bad_custom_profiles_are_rejected_with_one_line(text: str, message: str) -> None:
@@ -296,3 +299,12 @@ def test_mutated_presets_load_or_fail_with_profile_error(name: str, data: st.Dat
         assert "\n" not in str(err)
     else:
         assert isinstance(profile, FabricProfile)
+
+
+def test_nvls_tree_efficiency_defaults_to_nvls_own_rate() -> None:
+    """1 (NVLS-tree's NVLink stage as fast as NVLS) unless a preset was fitted on 2-node
+    NVLS-tree rows; a custom profile may set it."""
+    assert get_profile("dgx-h100").nvls_tree_efficiency < 1.0  # fitted (nccl-tests#309)
+    assert get_profile("dgx-a100").nvls_tree_efficiency == 1.0  # no NVLS at all
+    site = load_profile(_edit("dgx-h100", name="site-nvt", nvls_tree_efficiency=0.85))
+    assert site.nvls_tree_efficiency == 0.85
