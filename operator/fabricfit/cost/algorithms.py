@@ -24,9 +24,10 @@ bandwidth of the tiers the group crosses:
 * nvls (AR, RS, AG inside one domain with NVLink SHARP) and nvls-tree (AR across domains):
   in-switch reduction, with a pipeline-fill efficiency from NCCL's channel × head × chunk split
   (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
-  loops follow NCCL's NVLS-tree channels and chunks (``nccl.nvls_tree_tuning``) and d grows
-  by ``stage_fill_loops`` per tree level a chunk climbs and descends between domains
-  (2·⌈log2 domains⌉);
+  loops follow NCCL's NVLS-tree channels and chunks (``nccl.nvls_tree_tuning``); its NVLink
+  stage runs at ``nvls_tree_efficiency`` of NVLS's rate, and the first loop fills NVLS at the
+  NVLink rate, then ``stage_fill_loops`` loops per tree level it climbs and descends between
+  domains (2·⌈log2 domains⌉) at the network's rate, each stage at its own tier's pace;
 * pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
   over NVLink (inside one node with each peer op's chunk-pipeline fill, as send-recv), the rest
