@@ -9,7 +9,8 @@ First match wins:
 3. the node label ``topology.fabricfit.dev/fabric`` (a preset or a custom profile's name);
 4. the node's instance type (``node.kubernetes.io/instance-type``, else the older
    ``beta.kubernetes.io/instance-type``) when it names a cloud machine with a preset
-   (:data:`INSTANCE_PRESETS`): EKS p5, GKE A3 Mega/A3 Ultra/A4/A4X, Azure ND v4/v5;
+   (:data:`INSTANCE_PRESETS`): EKS p5, GKE A3 Mega/A3 Ultra/A4/A4X, Azure ND v4/v5, OKE's
+   BM.GPU.H100.8 and BM.GPU4.8;
 5. the default (the operator's ``--fabric``, ``dgx-h100`` for the CLI).
 
 Steps 3–5 look at the GPU nodes that can take pods (every GPU node when none can, every node
@@ -52,6 +53,11 @@ INSTANCE_PRESETS: Mapping[str, str] = MappingProxyType(
         "Standard_ND96isr_H200_v5": "dgx-h200",  # 8x H200, 8x 400 Gb/s NDR InfiniBand
         "Standard_ND96asr_A100_v4": "dgx-a100",  # 8x A100, 8x 200 Gb/s HDR InfiniBand
         "Standard_ND96amsr_A100_v4": "dgx-a100",
+        # OCI bare metal (OKE sets the shape as the instance type): 16 RDMA ports per node at
+        # 200 / 100 Gb/s, a DGX H100's 8x 400G and a DGX A100's 8x 200G in aggregate
+        # (oracle-japan/ocitutorials run-nccltests-h100.md, run-nccltests.md)
+        "BM.GPU.H100.8": "dgx-h100",
+        "BM.GPU4.8": "dgx-a100",
     }
 )
 
