@@ -44,6 +44,7 @@ FITTABLE: dict[str, Field] = {
     "pipeline_fill_loops": Field(0.0, 40.0, False, True),
     "nvls_tree_efficiency": Field(0.3, 1.0, True, True),
     "stage_fill_loops": Field(0.0, 8.0, False, True),
+    "nvls_tree_stage_fill_loops": Field(0.0, 8.0, False, True),
     "alltoall_efficiency": Field(0.1, 1.0, True, True),
     "alltoall_decay": Field(0.0, 2.0, False, True),
     "p2p_fill_chunks": Field(0.0, 8.0, False, True),
@@ -69,6 +70,7 @@ def fittable_fields(profile: FabricProfile) -> tuple[str, ...]:
         "nvls_latency_us",
         "pipeline_fill_loops",
         "nvls_tree_efficiency",
+        "nvls_tree_stage_fill_loops",
     )
     return tuple(f for f in FITTABLE if profile.nvls or f not in nvls_only)
 

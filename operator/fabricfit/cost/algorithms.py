@@ -26,8 +26,8 @@ bandwidth of the tiers the group crosses:
   (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
   loops follow NCCL's NVLS-tree channels and chunks (``nccl.nvls_tree_tuning``); its NVLink
   stage runs at ``nvls_tree_efficiency`` of NVLS's rate, and the first loop fills NVLS at the
-  NVLink rate, then ``stage_fill_loops`` loops per tree level it climbs and descends between
-  domains (2·⌈log2 domains⌉) at the network's rate, each stage at its own tier's pace;
+  NVLink rate, then ``nvls_tree_stage_fill_loops`` loops per tree level it climbs and descends
+  between domains (2·⌈log2 domains⌉) at the network's rate, each stage at its own tier's pace;
 * pat (RS/AG, one rank per node): logarithmic latency at ×0.75 bandwidth (tuning.cc);
 * pairwise (all-to-all): every rank sends 1/n of its buffer to every peer; intra-domain bytes
   over NVLink (inside one node with each peer op's chunk-pipeline fill, as send-recv), the rest
@@ -306,7 +306,7 @@ def nvls_tree_allreduce(
     loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS), chunk)
     # fill: the first loop crosses NVLS inside the domain, then one stage per tree level up and
     # down between domains, each stage at its own tier's rate (the slower tier sets the plateau)
-    stages = profile.stage_fill_loops * 2 * nccl.log2_domains(shape)
+    stages = profile.nvls_tree_stage_fill_loops * 2 * nccl.log2_domains(shape)
     fill = _fill_s(size, intra_s, profile.pipeline_fill_loops, loop)
     fill += _fill_s(size, inter_s, stages, loop)
     inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us

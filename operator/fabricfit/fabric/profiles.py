@@ -17,7 +17,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   ``net_base_latency_us`` added when the call crosses NICs, ``nvls_latency_us`` for NVLink SHARP)
   next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``),
   the share of NVLS bandwidth NVLS-tree's NVLink stage keeps (``nvls_tree_efficiency``)
-  and of each tree / NVLS-tree stage between domains (``stage_fill_loops``)
+  and of each tree stage between domains (``stage_fill_loops``; NVLS-tree's own,
+  ``nvls_tree_stage_fill_loops``, as it when a profile does not give it)
   and the cross-domain all-to-all efficiency and its decay with domain count
   (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
   chunk pipeline (``p2p_fill_chunks``), and the host's launch time per GPU
@@ -120,9 +121,12 @@ class FabricProfile:
     # NVLS-tree's NVLink stage: the fraction of standalone NVLS bandwidth it reaches while the
     # same kernel also drives the network sends and receives of the tree (1: as fast as NVLS).
     nvls_tree_efficiency: float = 1.0
-    # Tree / NVLS-tree pipeline fill per stage a chunk crosses between domains (tree levels up
-    # and down, and the chain inside a domain for the classic tree), in loops of the call.
+    # Tree pipeline fill per stage a chunk crosses between domains (tree levels up and down,
+    # and the chain inside the domain), in loops of the call.
     stage_fill_loops: float = 1.0
+    # NVLS-tree's fill per tree stage between domains, in loops at the network's rate; a profile
+    # file that does not give it takes its stage_fill_loops (what both meant before the split).
+    nvls_tree_stage_fill_loops: float = 1.0
     # Host time to launch one GPU's share of a call. Not part of any collective's time (one
     # process per GPU hides it); it bounds runs where one thread drives G GPUs (nccl-tests
     # -g G: back-to-back calls take at least G launches each). 0 = unknown.
@@ -187,6 +191,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "pipeline_fill_loops": (0.0, 1_000.0),
         "nvls_tree_efficiency": (0.05, 1.0),
         "stage_fill_loops": (0.0, 1_000.0),
+        "nvls_tree_stage_fill_loops": (0.0, 1_000.0),
         "launch_us_per_gpu": (0.0, 1_000.0),
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
@@ -259,8 +264,12 @@ def _nccl_setup(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _optional(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The optional fields ``doc`` gives, validated (absent: the dataclass default)."""
-    return {**_optional_numbers(doc), **_optional_integers(doc), **_nccl_setup(doc)}
+    """The optional fields ``doc`` gives, validated (absent: the dataclass default; an absent
+    ``nvls_tree_stage_fill_loops`` is the profile's ``stage_fill_loops``, as before the split)."""
+    found = {**_optional_numbers(doc), **_optional_integers(doc), **_nccl_setup(doc)}
+    if "stage_fill_loops" in found:
+        found.setdefault("nvls_tree_stage_fill_loops", found["stage_fill_loops"])
+    return found
 
 
 def _flag(doc: Mapping[str, Any], key: str) -> bool:

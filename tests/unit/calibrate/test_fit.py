@@ -74,6 +74,7 @@ BANDWIDTH_FIELDS = (
     "pipeline_fill_loops",
     "stage_fill_loops",
     "nvls_tree_efficiency",
+    "nvls_tree_stage_fill_loops",
 )
 
 

@@ -17,7 +17,7 @@ from fabricfit.fabric.profiles import FabricProfile, get_profile
 BANDWIDTH_FIELDS = (
     "nvlink_efficiency", "nvls_efficiency", "nic_efficiency", "pipeline_fill_loops",
     "stage_fill_loops", "alltoall_efficiency", "alltoall_decay", "p2p_fill_chunks",
-    "nvls_tree_efficiency",
+    "nvls_tree_efficiency", "nvls_tree_stage_fill_loops",
 )  # fmt: skip
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-tests"
 ONE_NODE = LOGS / "h100-1x8-xxrjun-all-reduce.log"

@@ -41,7 +41,9 @@ def test_nvls_tree_channels_and_chunks_follow_nccl() -> None:
 
 def test_tree_fill_grows_with_the_stages_between_domains() -> None:
     def seconds(domains: int, stage: float, algorithm: str) -> float:
-        profile = dataclasses.replace(H100, stage_fill_loops=stage)
+        profile = dataclasses.replace(
+            H100, stage_fill_loops=stage, nvls_tree_stage_fill_loops=stage
+        )
         return estimate_shape(
             Collective.ALL_REDUCE, 256 * MIB, nodes_of_8(domains), profile, algorithm=algorithm
         ).seconds
@@ -66,8 +68,8 @@ def test_nvls_tree_stages_fill_at_their_own_tier_rate() -> None:
     though the plateau stays NVLink's; NVLS's own fill does not depend on the NIC at all."""
 
     def stage_fill(size: int, nic: float) -> float:
-        deep = _nvls_tree_s(size, 2, nic_efficiency=nic, stage_fill_loops=1.0)
-        return deep - _nvls_tree_s(size, 2, nic_efficiency=nic, stage_fill_loops=0.0)
+        deep = _nvls_tree_s(size, 2, nic_efficiency=nic, nvls_tree_stage_fill_loops=1.0)
+        return deep - _nvls_tree_s(size, 2, nic_efficiency=nic, nvls_tree_stage_fill_loops=0.0)
 
     def domain_fill(nic: float) -> float:
         deep = _nvls_tree_s(1 << 30, 2, nic_efficiency=nic, pipeline_fill_loops=2.0)
@@ -221,3 +223,22 @@ def test_p2p_fill_slows_small_parts_only() -> None:
         filled = estimate_shape(Collective.ALL_TO_ALL, size, node, H100).seconds
         plain = estimate_shape(Collective.ALL_TO_ALL, size, node, no_fill).seconds
         assert plain < filled < slower * plain
+
+
+def test_the_tree_and_nvls_tree_stages_fill_apart() -> None:
+    """Two kernels, two pipelines: the classic tree's stage fill does not move NVLS-tree and
+    NVLS-tree's does not move the tree."""
+
+    def seconds(algorithm: str, **changes: float) -> float:
+        profile = dataclasses.replace(H100, nccl_protocols=("Simple",), **changes)
+        return estimate_shape(
+            Collective.ALL_REDUCE, 256 * MIB, nodes_of_8(4), profile, algorithm=algorithm
+        ).seconds
+
+    for algorithm, own, other in (
+        ("tree", "stage_fill_loops", "nvls_tree_stage_fill_loops"),
+        ("nvls-tree", "nvls_tree_stage_fill_loops", "stage_fill_loops"),
+    ):
+        base = seconds(algorithm)
+        assert seconds(algorithm, **{own: 3.0}) > base
+        assert seconds(algorithm, **{other: 3.0}) == base

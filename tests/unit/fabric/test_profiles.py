@@ -308,3 +308,19 @@ def test_nvls_tree_efficiency_defaults_to_nvls_own_rate() -> None:
     assert get_profile("dgx-a100").nvls_tree_efficiency == 1.0  # no NVLS at all
     site = load_profile(_edit("dgx-h100", name="site-nvt", nvls_tree_efficiency=0.85))
     assert site.nvls_tree_efficiency == 0.85
+
+
+def test_a_profile_without_the_nvls_tree_stage_fill_keeps_its_tree_stage_fill_for_both() -> None:
+    """Before the two fills were apart one field set both: such a profile means the same."""
+    old = load_profile(
+        _edit("dgx-h100", name="old-site", stage_fill_loops=2.5, nvls_tree_stage_fill_loops=...)
+    )
+    assert old.nvls_tree_stage_fill_loops == 2.5 == old.stage_fill_loops
+    both = load_profile(
+        _edit("dgx-h100", name="new-site", stage_fill_loops=2.5, nvls_tree_stage_fill_loops=0.5)
+    )
+    assert (both.stage_fill_loops, both.nvls_tree_stage_fill_loops) == (2.5, 0.5)
+    assert (
+        get_profile("dgx-h100").nvls_tree_stage_fill_loops
+        != get_profile("dgx-h100").stage_fill_loops
+    )  # fitted apart: 2-node NVLS-tree rows constrain only NVLS-tree's
