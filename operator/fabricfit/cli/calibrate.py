@@ -128,12 +128,14 @@ def render_table(result: FitResult) -> str:
 
 def render_fields(base: FabricProfile, result: FitResult) -> str:
     """Every fittable field: its base and fitted value, fitted or kept from the base (and why)."""
-    lines = [f"{'field':<24}{base.name:>11}{'fitted':>11}"]
     kept = dict(result.kept_fields)
-    for name in (*result.fitted_fields, *kept):
+    names = (*result.fitted_fields, *kept)
+    width = max((len(n) + 1 for n in names), default=24)
+    lines = [f"{'field':<{width}}{base.name:>11}{'fitted':>11}"]
+    for name in names:
         old, new = getattr(base, name), getattr(result.profile, name)
         how = f"kept: {kept[name]}" if name in kept else "fitted"
-        lines.append(f"{name:<24}{old:>11.4g}{new:>11.4g}  {how}")
+        lines.append(f"{name:<{width}}{old:>11.4g}{new:>11.4g}  {how}")
     return "\n".join(lines)
 
 

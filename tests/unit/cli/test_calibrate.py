@@ -52,6 +52,14 @@ def test_two_node_counts_fit_a_loadable_profile(
         return statistics.mean(abs(math.log(1 + predict(p, m).error)) for m in rows)
 
     assert mean_log_error(profile) < mean_log_error(get_profile("dgx-h100"))
+    # the field table's columns line up whatever the longest field name: every fitted value
+    # ends where the header's "fitted" does, every name leaves a space before the base value
+    header, *rest = out[out.index("\nfield ") + 1 :].splitlines()
+    fields = [line for line in rest if line.endswith("  fitted") or "  kept: " in line]
+    assert len(fields) > 10 and all(
+        line[len(header) - 1] != " " and line[len(header) :].startswith("  ") for line in fields
+    )
+    assert all(line.split()[0] + " " in line[: len(header) - 22] for line in fields)
 
 
 def test_small_message_logs_move_no_bandwidth_or_fill(
