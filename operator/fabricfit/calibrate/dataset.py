@@ -2,16 +2,14 @@
 
 Two fixtures feed it: ``cost/measurements.yaml`` (single published figures and short sweeps,
 each with its source, plus ``calibration_logs``: which nccl-tests logs the presets are fitted
-on; an entry may name ``max_bytes`` / ``min_bytes`` to fit only its rows up to / from that
-size, and ``every: N`` to
-fit only every N-th row of the log in its order, the first included, so that the rows between
-them stay held out) and
-``nccl-tests/SOURCES.yaml``, the manifest of published nccl-tests logs (each entry names its
-file, source, preset, layout, forced algorithm and a quality note; every out-of-place row of
-the log becomes a case). Logs with a ``reference`` reason, or whose quality note says "use with
-care" or "degraded", are reference rows: printed apart, never judged or fitted. ``read`` maps
-a path relative to the fixtures directory to its text and raises FileNotFoundError for a
-fixture that does not exist.
+on; an entry may name ``max_bytes`` / ``min_bytes`` to fit only its rows up to / from that size,
+and ``every: N`` to fit only every N-th row of the log in its order, the first included, so that
+the rows between them stay held out) and ``nccl-tests/SOURCES.yaml``, the manifest of published
+nccl-tests logs (each entry names its file, source, preset, layout, forced algorithm and a
+quality note; every out-of-place row of the log becomes a case). Logs with a ``reference``
+reason, or whose quality note says "use with care" or "degraded", are reference rows: printed
+apart, never judged or fitted. ``read`` maps a path relative to the fixtures directory to its
+text and raises FileNotFoundError for a fixture that does not exist.
 """
 
 from __future__ import annotations

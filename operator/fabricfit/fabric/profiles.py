@@ -15,12 +15,12 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   out of a large NVLink domain (channels map to NICs; binds on GB200 NVL72, not on 8-GPU nodes);
 * optional wall-time latencies fitted per tier (``base_latency_us`` per call inside a domain,
   ``net_base_latency_us`` added when the call crosses NICs, ``nvls_latency_us`` for NVLink SHARP)
-  next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``),
-  the share of NVLS bandwidth NVLS-tree's NVLink stage keeps (``nvls_tree_efficiency``)
-  and of each tree stage between domains (``stage_fill_loops``; NVLS-tree's own,
-  ``nvls_tree_stage_fill_loops``, as it when a profile does not give it)
-  and the cross-domain all-to-all efficiency and its decay with domain count
-  (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
+  next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``)
+  and of each tree stage between domains (``stage_fill_loops``; NVLS-tree's stages have their
+  own, ``nvls_tree_stage_fill_loops``, which a profile file that omits it takes from
+  ``stage_fill_loops``), the share of NVLS bandwidth NVLS-tree's NVLink stage keeps
+  (``nvls_tree_efficiency``), the cross-domain all-to-all efficiency and its decay with domain
+  count (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
   chunk pipeline (``p2p_fill_chunks``), and the host's launch time per GPU
   (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
   GPUs). Their defaults are NCCL's own constants or
