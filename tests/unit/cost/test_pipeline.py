@@ -242,3 +242,17 @@ def test_the_tree_and_nvls_tree_stages_fill_apart() -> None:
         base = seconds(algorithm)
         assert seconds(algorithm, **{own: 3.0}) > base
         assert seconds(algorithm, **{other: 3.0}) == base
+
+
+@pytest.mark.parametrize(("size", "algorithm", "protocol"), [
+    (16 * MIB, "tree", "LL128"),
+    (32 * MIB, "nvls-tree", "Simple"),
+])  # fmt: skip
+def test_nccls_choice_between_tree_and_nvls_tree_at_64_nodes(
+    size: int, algorithm: str, protocol: str
+) -> None:
+    """NCCL's own INFO log on 64 x 8 H200 (NVIDIA/nccl#1752, 2025-06-25): all-reduce of
+    16777216 B runs TREE/LL128, 33554432 B NVLS_TREE/SIMPLE; the model's reading of NCCL's
+    tuner switches at the same size."""
+    est = estimate_shape(Collective.ALL_REDUCE, size, nodes_of_8(64), get_profile("dgx-h200"))
+    assert (est.algorithm, est.protocol) == (algorithm, protocol)
