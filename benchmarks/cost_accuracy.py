@@ -20,6 +20,7 @@ Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-pr
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import sys
@@ -192,14 +193,32 @@ def _line(name: str, value: float, comment: str | None) -> str:
     return f"{name + ': ' + str(value):<29} {comment or ''}".rstrip()
 
 
+def _args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/cost_accuracy.py",
+        description="the cost model against published measurements, by regime",
+    )
+    parser.add_argument("--rows", action="store_true", help="list every row with its source")
+    parser.add_argument(
+        "--fit", action="store_true", help="print each preset refitted on its calibration rows"
+    )
+    parser.add_argument(
+        "--write-presets",
+        action="store_true",
+        help="write the refitted numbers into operator/fabricfit/fabric/presets/*.yaml",
+    )
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
+    args = _args(argv)
     cases = load_cases(_read, PRESETS)
     judged = accuracy.judge([c for c in cases if not c.reference], PRESETS)
     bands = accuracy.band_table(judged, PRESETS)
     fitted = sum(c.calibration for c in cases)
     print(f"{len(judged)} rows ({fitted} fitted [calibration], {len(judged) - fitted} held out)")
     print(accuracy.render_bands(bands))
-    if "--rows" in argv:
+    if args.rows:
         print(accuracy.render_rows(judged))
     print(accuracy.render_references(cases, PRESETS))
     print(
@@ -208,10 +227,10 @@ def main(argv: list[str]) -> int:
         )
     )
     print(accuracy.render_transfers("small to large:", accuracy.small_to_large(cases, PRESETS)))
-    if "--fit" in argv or "--write-presets" in argv:
+    if args.fit or args.write_presets:
         results = fit_presets(cases)
         print_fits(results)
-        if "--write-presets" in argv:
+        if args.write_presets:
             write_presets(results)
             copy_fitted(results)
     return 0 if all(b.meets_targets() for b in bands) else 1
