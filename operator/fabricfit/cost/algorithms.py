@@ -306,11 +306,12 @@ def nvls_tree_allreduce(
     loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS), chunk)
     # fill: the first loop crosses NVLS inside the domain, then one stage per tree level up and
     # down between domains, each stage at its own tier's rate (the slower tier sets the plateau)
-    stages = profile.nvls_tree_stage_fill_loops * 2 * nccl.log2_domains(shape)
+    levels = nccl.log2_domains(shape)
+    stages = profile.nvls_tree_stage_fill_loops * 2 * levels
     fill = _fill_s(size, intra_s, profile.pipeline_fill_loops, loop)
     fill += _fill_s(size, inter_s, stages, loop)
     inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us
-    lat = profile.nvls_latency_us + t.net_base_us + 2 * nccl.log2_domains(shape) * inter_hop
+    lat = profile.nvls_latency_us + t.net_base_us + 2 * levels * inter_hop
     bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
     seconds = transfer + fill
     return [Candidate("nvls-tree", "Simple", lat * US, seconds, bottleneck)]
