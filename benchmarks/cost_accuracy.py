@@ -13,7 +13,10 @@ nothing; it fits only the fields the calibration rows constrain, and a field the
 constrain that an earlier fit moved (its comment says so) goes back to its value before that
 fit.
 dgx-h200 is fitted on the dgx-h100 rows too (same NVLink4/NVSwitch and NICs); the tapered H100
-presets (h100-leaf-spine-2to1, h100-rail-only) take dgx-h100's fitted numbers as they are.
+presets (h100-leaf-spine-2to1, h100-rail-only) take dgx-h100's fitted numbers as they are; a
+field whose comment reads "as ORIGIN (fitted there)" (the cloud machines' NVLink numbers: aws-p5,
+gcp-a3-mega, azure-nd-h100-v5 from dgx-h100, gcp-a4 from dgx-b200) is written at ORIGIN's fit and
+is where the preset's own fit starts.
 
 Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]``
 """
@@ -36,7 +39,7 @@ from fabricfit.fabric.profiles import PRESETS, FabricProfile
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
-DEFAULTS = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
 # Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
 # How a preset line says its value was fitted: "(was OLD: why)" or "(default OLD)" follows.
 FITTED = "# fitted on the [calibration] rows"
@@ -44,6 +47,17 @@ ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
 # Presets that are another preset's hardware below the leaf: they take its fitted numbers as they
 # are (only the oversubscription above the leaf differs), so they are copied, not refitted.
 COPY_FITTED_FROM = {"h100-leaf-spine-2to1": "dgx-h100", "h100-rail-only": "dgx-h100"}
+# A field whose comment starts "# as ORIGIN (fitted there)" is ORIGIN's fitted number (the cloud
+# machines on an HGX board take its NVLink numbers): written at ORIGIN's fit, and the start of
+# the preset's own fit; its own rows may move it, and then its comment says so.
+INHERITED = re.compile(
+    r"^(?P<name>[a-z0-9_]+):[^#\n]*# as (?P<origin>[a-z0-9-]+) \(fitted there\)", re.M
+)
+ORIGINS = frozenset(
+    found["origin"]
+    for path in PRESET_DIR.glob("*.yaml")
+    for found in INHERITED.finditer(path.read_text(encoding="utf-8"))
+)
 
 
 def _read(relative: str) -> str:
@@ -51,15 +65,47 @@ def _read(relative: str) -> str:
 
 
 def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
-    """Each GPU preset refitted on its calibration rows (and those of ALSO_FIT_ON)."""
-    results = {}
-    for fabric, preset in sorted(PRESETS.items()):
+    """Each GPU preset refitted on its calibration rows (and those of ALSO_FIT_ON), the presets
+    others inherit from first; a preset starts from the numbers it inherits (``_inherited``)."""
+    results: dict[str, FitResult] = {}
+    origins_first = sorted(PRESETS, key=lambda name: (name not in ORIGINS, name))
+    for fabric, preset in ((name, PRESETS[name]) for name in origins_first):
         fabrics = (fabric, *ALSO_FIT_ON.get(fabric, ()))
         rows = [c.measurement for c in cases if c.calibration and c.fabric in fabrics]
         if rows and not preset.is_torus:
             text = (PRESET_DIR / f"{fabric}.yaml").read_text(encoding="utf-8")
-            results[fabric] = _fit_unfitting(preset, rows, text)
+            start = dataclasses.replace(preset, **_inherited(text, results))
+            results[fabric] = _fit_unfitting(start, rows, text)
     return results
+
+
+def _inherited(text: str, results: dict[str, FitResult]) -> dict[str, Any]:
+    """The fields a preset file takes from another preset's fit (``# as ORIGIN (fitted
+    there)``), at that preset's value in ``results``."""
+    values: dict[str, Any] = {}
+    for found in INHERITED.finditer(text):
+        origin = results.get(found["origin"])
+        if origin is not None:
+            values[found["name"]] = getattr(origin.profile, found["name"])
+    return values
+
+
+def write_inherited(results: dict[str, FitResult]) -> None:
+    """Write each inherited field (``_inherited``) of every preset file at its origin's fitted
+    value, keeping the comment: one HGX board, one set of NVLink numbers. Run before
+    ``write_presets``, so that a field the preset's own rows move is written as fitted from the
+    inherited value (its comment then says so)."""
+    for path in sorted(PRESET_DIR.glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        values = _inherited(text, results)
+        for name, value in values.items():
+            found = _field_line(name).search(text)
+            assert found is not None
+            new = _line(name, value, found.group("comment"))
+            text = text[: found.start()] + new + text[found.end() :]
+        if values and text != path.read_text(encoding="utf-8"):
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path.relative_to(ROOT)} (inherited: {', '.join(sorted(values))})")
 
 
 def _fit_unfitting(preset: FabricProfile, rows: list[Measurement], text: str) -> FitResult:
@@ -231,6 +277,7 @@ def main(argv: list[str]) -> int:
         results = fit_presets(cases)
         print_fits(results)
         if args.write_presets:
+            write_inherited(results)
             write_presets(results)
             copy_fitted(results)
     return 0 if all(b.meets_targets() for b in bands) else 1

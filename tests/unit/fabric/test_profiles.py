@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from importlib import resources
 
 import pytest
@@ -324,3 +325,23 @@ def test_a_profile_without_the_nvls_tree_stage_fill_keeps_its_tree_stage_fill_fo
         get_profile("dgx-h100").nvls_tree_stage_fill_loops
         != get_profile("dgx-h100").stage_fill_loops
     )  # fitted apart: 2-node NVLS-tree rows constrain only NVLS-tree's
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_a_number_said_to_come_from_another_presets_fit_is_that_presets(name: str) -> None:
+    """``# as ORIGIN (fitted there)``: the cloud machines on an HGX board carry its NVLink numbers;
+    the comment must stay true when ORIGIN is refitted (benchmarks/cost_accuracy.py)."""
+    inherited = re.finditer(
+        r"^(?P<field>[a-z0-9_]+):[^#\n]*# as (?P<origin>[a-z0-9-]+) \(fitted there\)",
+        preset_text(name),
+        re.M,
+    )
+    for found in inherited:
+        field, origin = found["field"], found["origin"]
+        assert getattr(PRESETS[name], field) == getattr(PRESETS[origin], field), (field, origin)
+
+
+def test_the_cloud_h100_presets_share_dgx_h100s_nvlink_numbers() -> None:
+    fields = ("nvls_efficiency", "pipeline_fill_loops", "nvls_tree_efficiency")
+    for name in ("aws-p5", "gcp-a3-mega", "azure-nd-h100-v5"):
+        assert all(getattr(PRESETS[name], f) == getattr(PRESETS["dgx-h100"], f) for f in fields)
