@@ -223,12 +223,12 @@ def tree_loop_bytes(
 
 
 def default_protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
-    """Protocols NCCL enables by default: LL128 only on SM90+ or on NVLink-only paths
-    (tuning.cc enable rules), so an Ampere group that crosses the network has LL and Simple.
-    p2p (send-recv, all-to-all) keeps these whatever NCCL_PROTO says: NCCL picks a p2p op's
-    protocol by size alone (enqueue.cc:932-933)."""
-    if profile.arch == "ampere" and shape.multi_domain:
-        return (LL, SIMPLE)
+    """Protocols NCCL enables by default: all three. LL128 needs the NIC within a PCIe switch
+    of the GPU on Ampere (typeInter <= PATH_PXB; PXN also on SM90+) and NVLink inside the node
+    (tuning.cc:518-531 @5067397c), which every preset's board has (DGX/HGX: a NIC beside each GPU
+    pair under one switch); a system whose NICs hang off the CPU says so in its profile
+    (``nccl_protocols: [LL, Simple]``). p2p (send-recv, all-to-all) keeps these whatever
+    NCCL_PROTO says: NCCL picks a p2p op's protocol by size alone (enqueue.cc:932-933)."""
     return (LL, LL128, SIMPLE)
 
 

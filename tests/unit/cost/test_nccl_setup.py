@@ -82,11 +82,15 @@ def test_nccl_proto_does_not_touch_p2p() -> None:
             )
 
 
-def test_naming_ll128_enables_it_where_nccl_would_not_by_default() -> None:
-    # Ampere across nodes: LL128 off by default, on when NCCL_PROTO names it (tuning.cc 518-536)
-    assert estimate_shape(Collective.ALL_REDUCE, 4 * MIB, shape(2), A100).protocol != "LL128"
-    ll128 = with_setup(A100, nccl_protocols=("LL128",))
-    assert estimate_shape(Collective.ALL_REDUCE, 4 * MIB, shape(2), ll128).protocol == "LL128"
+def test_ampere_runs_ll128_across_nodes_unless_its_profile_leaves_it_out() -> None:
+    # NCCL enables LL128 by default where the NIC sits within the GPU's PCIe switch (typeInter <=
+    # PATH_PXB, tuning.cc:518-531), as on every HGX/DGX A100 board; a system whose NICs hang off
+    # the CPU states what NCCL runs there in its profile
+    for nodes in (2, 4):
+        found = estimate_shape(Collective.ALL_REDUCE, 4 * MIB, shape(nodes), A100)
+        assert (found.algorithm, found.protocol) == ("tree", "LL128")
+    behind_cpu = with_setup(A100, nccl_protocols=("LL", "Simple"))
+    assert estimate_shape(Collective.ALL_REDUCE, 4 * MIB, shape(2), behind_cpu).protocol != "LL128"
 
 
 def test_without_simple_the_simple_only_algorithms_are_gone() -> None:
