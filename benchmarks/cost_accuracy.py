@@ -15,8 +15,8 @@ fit.
 dgx-h200 is fitted on the dgx-h100 rows too (same NVLink4/NVSwitch and NICs); the tapered H100
 presets (h100-leaf-spine-2to1, h100-rail-only) take dgx-h100's fitted numbers as they are; a
 field whose comment reads "as ORIGIN (fitted there)" (the cloud machines' NVLink numbers: aws-p5,
-gcp-a3-mega, azure-nd-h100-v5 from dgx-h100, gcp-a4 from dgx-b200) is written at ORIGIN's fit and
-is where the preset's own fit starts.
+gcp-a3-mega, azure-nd-h100-v5 from dgx-h100, gcp-a4 from dgx-b200, oci-bm-gpu4-8 from dgx-a100)
+is written at ORIGIN's fit and held there when the preset's own rows are fitted.
 
 Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]``
 """
@@ -48,8 +48,8 @@ ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
 # are (only the oversubscription above the leaf differs), so they are copied, not refitted.
 COPY_FITTED_FROM = {"h100-leaf-spine-2to1": "dgx-h100", "h100-rail-only": "dgx-h100"}
 # A field whose comment starts "# as ORIGIN (fitted there)" is ORIGIN's fitted number (the cloud
-# machines on an HGX board take its NVLink numbers): written at ORIGIN's fit, and the start of
-# the preset's own fit; its own rows may move it, and then its comment says so.
+# machines on an HGX board take its NVLink numbers): written at ORIGIN's fit and held there
+# when the preset's own rows are fitted.
 INHERITED = re.compile(
     r"^(?P<name>[a-z0-9_]+):[^#\n]*# as (?P<origin>[a-z0-9-]+) \(fitted there\)", re.M
 )
@@ -73,9 +73,10 @@ def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
         fabrics = (fabric, *ALSO_FIT_ON.get(fabric, ()))
         rows = [c.measurement for c in cases if c.calibration and c.fabric in fabrics]
         if rows and not preset.is_torus:
-            text = (PRESET_DIR / f"{fabric}.yaml").read_text(encoding="utf-8")
-            start = dataclasses.replace(preset, **_inherited(text, results))
-            results[fabric] = _fit_unfitting(start, rows, text)
+            text = _preset_text(fabric)
+            inherited = _inherited(text, results)
+            start = dataclasses.replace(preset, **inherited)
+            results[fabric] = _fit_unfitting(start, rows, text, hold=frozenset(inherited))
     return results
 
 
@@ -92,9 +93,8 @@ def _inherited(text: str, results: dict[str, FitResult]) -> dict[str, Any]:
 
 def write_inherited(results: dict[str, FitResult]) -> None:
     """Write each inherited field (``_inherited``) of every preset file at its origin's fitted
-    value, keeping the comment: one HGX board, one set of NVLink numbers. Run before
-    ``write_presets``, so that a field the preset's own rows move is written as fitted from the
-    inherited value (its comment then says so)."""
+    value, keeping the comment: one HGX board, one set of NVLink numbers (the preset's own fit
+    holds these fields, ``fit_presets``)."""
     for path in sorted(PRESET_DIR.glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
         values = _inherited(text, results)
@@ -108,11 +108,13 @@ def write_inherited(results: dict[str, FitResult]) -> None:
             print(f"wrote {path.relative_to(ROOT)} (inherited: {', '.join(sorted(values))})")
 
 
-def _fit_unfitting(preset: FabricProfile, rows: list[Measurement], text: str) -> FitResult:
+def _fit_unfitting(
+    preset: FabricProfile, rows: list[Measurement], text: str, hold: frozenset[str] = frozenset()
+) -> FitResult:
     """Fit ``preset`` to its fixpoint; a field the rows do not constrain but an earlier fit moved
     goes back to its value before that fit (the file's comment), and the fit runs again from
     there (restoring one field can leave another unconstrained)."""
-    result = fit_to_fixpoint(preset, rows, name=preset.name)
+    result = fit_to_fixpoint(preset, rows, name=preset.name, hold=hold)
     for _ in range(len(FITTABLE)):
         restored: dict[str, Any] = {}
         for name, _ in result.kept_fields:
@@ -122,7 +124,7 @@ def _fit_unfitting(preset: FabricProfile, rows: list[Measurement], text: str) ->
         if not restored:
             break
         base = dataclasses.replace(result.profile, sources=preset.sources, **restored)
-        result = fit_to_fixpoint(base, rows, name=preset.name)
+        result = fit_to_fixpoint(base, rows, name=preset.name, hold=hold)
     return result
 
 
@@ -150,9 +152,11 @@ def write_presets(results: dict[str, FitResult]) -> None:
     """Replace the fitted fields' values in the preset YAML files, keeping their comments. A field
     the rows do not constrain keeps its value, or, when an earlier fit moved it (its comment says
     so), goes back to the value it had before that fit: no row supports the fitted one."""
+    inherited = {fabric: _inherited(_preset_text(fabric), results) for fabric in results}
     for fabric, result in results.items():
         path = PRESET_DIR / f"{fabric}.yaml"
         text = path.read_text(encoding="utf-8")
+        hold = inherited[fabric]
         for name in result.fitted_fields:
             text = _write_fitted(text, name, getattr(result.profile, name))
         for name, _ in result.kept_fields:
@@ -160,16 +164,22 @@ def write_presets(results: dict[str, FitResult]) -> None:
                 text = _restore_unfitted(text, name)
         used = sorted({r.measurement.source for r in result.rows if r.fitted})
         note = "; ".join(used).replace('"', "'")
-        kept = ", ".join(name for name, _ in result.kept_fields) or "none"
+        kept = ", ".join(n for n, why in result.kept_fields if n not in hold) or "none"
+        held = ", ".join(n for n, _ in result.kept_fields if n in hold)
         text = re.sub(r'^  - "fitted: .*\n', "", text, flags=re.M).rstrip("\n")
         text += (
             f'\n  - "fitted: {", ".join(result.fitted_fields) or "none"} by'
             f" fabricfit.calibrate.fit on {len(result.rows)} [calibration] rows of tests/fixtures"
             f" (cost/measurements.yaml, nccl-tests/SOURCES.yaml): {note}; kept (no row constrains"
-            f' them): {kept}"\n'
+            f" them): {kept}{'; held at the fit they are inherited from: ' + held if held else ''}"
+            '"\n'
         )
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
+
+
+def _preset_text(fabric: str) -> str:
+    return (PRESET_DIR / f"{fabric}.yaml").read_text(encoding="utf-8")
 
 
 def _field_line(name: str) -> re.Pattern[str]:

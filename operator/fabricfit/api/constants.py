@@ -90,6 +90,7 @@ FABRIC_PRESETS: Final = (
     "gcp-a3-mega",
     "gcp-a4",
     "azure-nd-h100-v5",
+    "oci-bm-gpu4-8",
     "h100-leaf-spine-2to1",
     "h100-rail-only",
 )

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -310,9 +310,11 @@ def fit_profile(
     *,
     name: str | None = None,
     held_out: Sequence[Measurement] = (),
+    hold: Collection[str] = (),
 ) -> FitResult:
     """Fit the fields of ``base`` that ``rows`` constrain (:func:`constraints`); the others keep
-    their value. ``held_out`` rows are predicted with the fitted profile and reported
+    their value, and so do the fields in ``hold`` (numbers known from elsewhere, e.g. the NVLink
+    board's). ``held_out`` rows are predicted with the fitted profile and reported
     (``fitted=False``) but never fitted on."""
     if not rows:
         raise FitError("no measurements to fit")
@@ -321,6 +323,8 @@ def fit_profile(
     shapes = {m: summarize_group(layout(m, base)) for m in (*rows, *held_out)}
     cases = [(m, shapes[m], measured_seconds(m)) for m in rows]
     names, kept = constraints(base, cases)
+    kept = (*kept, *((f, "held: known from elsewhere") for f in names if f in hold))
+    names = tuple(f for f in names if f not in hold)
     profile = _descend(base, names, lambda p: _objective(p, cases) + prior_penalty(p, base, names))
     label = name or f"{base.name}-calibrated"[:63]
     used = sorted({m.source for m in rows if m.source})
@@ -341,14 +345,15 @@ def fit_to_fixpoint(
     *,
     name: str | None = None,
     held_out: Sequence[Measurement] = (),
+    hold: Collection[str] = (),
 ) -> FitResult:
     """:func:`fit_profile` again from its own result until it returns it unchanged (at most
     MAX_REFITS fits): a profile that fitting the same rows does not move."""
     name = name or f"{base.name}-calibrated"[:63]
-    result = fit_profile(base, rows, name=name, held_out=held_out)
+    result = fit_profile(base, rows, name=name, held_out=held_out, hold=hold)
     for _ in range(MAX_REFITS):
         start = dataclasses.replace(result.profile, sources=base.sources)
-        again = fit_profile(start, rows, name=name, held_out=held_out)
+        again = fit_profile(start, rows, name=name, held_out=held_out, hold=hold)
         if again.profile == result.profile and again.fitted_fields == result.fitted_fields:
             break
         result = again

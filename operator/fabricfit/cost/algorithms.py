@@ -111,9 +111,15 @@ def ring(
 
 
 def _tuner_tiers(shape: GroupShape, profile: FabricProfile, t: Tiers) -> Tiers:
-    """The tiers as NCCL's tuner sees them: its NICs' speed, not the fabric's taper or load."""
+    """The tiers as NCCL's tuner sees them: its NICs' speed, not the fabric's taper or load, and
+    a channel per NIC port (``nic_ports_per_rail``: more channels, each slower, so the
+    per-channel caps of the tree bind later; the ports' sum is the rail's rate)."""
     out = t.channels * profile.nic_gb_per_s
-    return t._replace(out_gb_per_s=out, ring_gb_per_s=nccl.ring_of(shape, profile, out, "nic")[0])
+    return t._replace(
+        out_gb_per_s=out,
+        ring_gb_per_s=nccl.ring_of(shape, profile, out, "nic")[0],
+        channels=t.channels * profile.nic_ports_per_rail,
+    )
 
 
 def _nccl_ring_s(

@@ -53,11 +53,11 @@ INSTANCE_PRESETS: Mapping[str, str] = MappingProxyType(
         "Standard_ND96isr_H200_v5": "dgx-h200",  # 8x H200, 8x 400 Gb/s NDR InfiniBand
         "Standard_ND96asr_A100_v4": "dgx-a100",  # 8x A100, 8x 200 Gb/s HDR InfiniBand
         "Standard_ND96amsr_A100_v4": "dgx-a100",
-        # OCI bare metal (OKE sets the shape as the instance type): 16 RDMA ports per node at
-        # 200 / 100 Gb/s, a DGX H100's 8x 400G and a DGX A100's 8x 200G in aggregate
-        # (oracle-japan/ocitutorials run-nccltests-h100.md, run-nccltests.md)
+        # OCI bare metal (OKE sets the shape as the instance type): 16 RDMA ports per node, at
+        # 200 Gb/s a DGX H100's 8x 400G in aggregate (oracle-japan/ocitutorials
+        # run-nccltests-h100.md); BM.GPU4.8's 16x 100 Gb/s RoCE has a preset of its own
         "BM.GPU.H100.8": "dgx-h100",
-        "BM.GPU4.8": "dgx-a100",
+        "BM.GPU4.8": "oci-bm-gpu4-8",
     }
 )
 

@@ -32,6 +32,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
   NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value),
   and ``nccl_buffsize`` (``NCCL_BUFFSIZE``: the Simple buffer, whose eighth is a tree chunk);
+* optional ``nic_ports_per_rail``: NIC ports behind each rail (1; 2 on OCI's A100 machines,
+  16 ports of 100 Gb/s for 8 GPUs), which NCCL's tuner sees as NICs of their own;
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
   the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
   failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
@@ -110,6 +112,10 @@ class FabricProfile:
     # NICs one collective drives out of one NVLink domain (NCCL maps each channel to one NIC and
     # bounds the channel count); 0 = every NIC the group owns. Binds only on large domains.
     max_collective_nics_per_domain: float = 0.0
+    # NIC ports behind each rail (OCI BM.GPU4.8: 2 x 100 Gb/s per GPU): NCCL sees every port as a
+    # NIC of nic_gbit_per_s / ports and runs a channel on each, so its tuner's per-channel caps
+    # bind later; the rail's rate is unchanged. 1 = one NIC per rail.
+    nic_ports_per_rail: int = 1
     # Wall-time latency per call (µs) inside one NVLink domain; NCCL's ring LL base by default.
     base_latency_us: float = 6.6
     # Extra wall time per call once the call crosses NICs (proxy, PCIe, NIC doorbells).
@@ -201,7 +207,11 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
 )
 # Optional integer fields, as above.
 OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
-    {"spare_nodes_per_nvlink_domain": (0, 1024), "nccl_buffsize": (1 << 16, 1 << 30)}
+    {
+        "spare_nodes_per_nvlink_domain": (0, 1024),
+        "nccl_buffsize": (1 << 16, 1 << 30),
+        "nic_ports_per_rail": (1, 16),
+    }
 )
 NCCL_SETUP_FIELDS = ("nccl_algorithms", "nccl_protocols", "nvls_enabled")
 _OPTIONAL = (
@@ -396,6 +406,8 @@ def _check_consistency(profile: FabricProfile) -> None:
             "profile fields nccl_algorithms, nccl_protocols, nvls_enabled, net_plugin_latency_us "
             "and nccl_buffsize describe NCCL; a TPU profile (arch 'tpu') takes none of them"
         )
+    if profile.torus is not None and profile.nic_ports_per_rail != 1:
+        raise ProfileError("nic_ports_per_rail describes a GPU node's NICs; a TPU profile has none")
     if profile.nvls and profile.nvls_efficiency <= 0:
         raise ProfileError("nvls_efficiency must be > 0 when nvls is true")
     if profile.torus is not None and math.prod(profile.torus.dims) < profile.gpus_per_node:

@@ -67,6 +67,15 @@ def test_fields_the_rows_do_not_constrain_keep_their_base_value() -> None:
     assert result.profile.nvlink_efficiency == pytest.approx(0.7, rel=0.03)
 
 
+def test_a_held_field_keeps_its_value_and_says_why() -> None:
+    rows = synthetic(dataclasses.replace(H100, nvlink_efficiency=0.7), Collective.ALL_GATHER, 1, 8)
+    held = fit_to_fixpoint(H100, rows, hold={"nvlink_efficiency"})
+    assert held.profile.nvlink_efficiency == H100.nvlink_efficiency
+    assert "nvlink_efficiency" not in held.fitted_fields
+    assert ("nvlink_efficiency", "held: known from elsewhere") in held.kept_fields
+    assert held.worst_abs_error > fit_profile(H100, rows).worst_abs_error
+
+
 SMALL = [8, 1 << 10, 8 << 10, 32 << 10, LATENCY_MAX_BYTES]
 BANDWIDTH_FIELDS = (
     "nvls_efficiency",

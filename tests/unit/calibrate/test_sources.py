@@ -27,6 +27,7 @@ PRESETS = {
     "gcp-a3-mega",
     "gcp-a4",
     "azure-nd-h100-v5",
+    "oci-bm-gpu4-8",
 }
 REQUIRED = ("source", "hardware", "nodes", "gpus_per_node", "collective", "preset", "quality")
 

@@ -345,3 +345,25 @@ def test_the_cloud_h100_presets_share_dgx_h100s_nvlink_numbers() -> None:
     fields = ("nvls_efficiency", "pipeline_fill_loops", "nvls_tree_efficiency")
     for name in ("aws-p5", "gcp-a3-mega", "azure-nd-h100-v5"):
         assert all(getattr(PRESETS[name], f) == getattr(PRESETS["dgx-h100"], f) for f in fields)
+
+
+@pytest.mark.parametrize(
+    ("ports", "ok"), [(1, True), (2, True), (16, True), (0, False), (17, False)]
+)
+def test_nic_ports_per_rail_is_a_small_positive_integer(ports: int, ok: bool) -> None:
+    text = preset_text("dgx-a100").replace(
+        "nic_gbit_per_s:", f"nic_ports_per_rail: {ports}\nnic_gbit_per_s:"
+    )
+    if ok:
+        assert load_profile(text).nic_ports_per_rail == ports
+    else:
+        with pytest.raises(ProfileError, match="nic_ports_per_rail"):
+            load_profile(text)
+
+
+def test_a_tpu_profile_has_no_nic_ports() -> None:
+    text = preset_text("tpu-v5e").replace(
+        "nic_gbit_per_s:", "nic_ports_per_rail: 2\nnic_gbit_per_s:"
+    )
+    with pytest.raises(ProfileError, match="nic_ports_per_rail"):
+        load_profile(text)
