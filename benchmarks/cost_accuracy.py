@@ -53,6 +53,9 @@ COPY_FITTED_FROM = {"h100-leaf-spine-2to1": "dgx-h100", "h100-rail-only": "dgx-h
 INHERITED = re.compile(
     r"^(?P<name>[a-z0-9_]+):[^#\n]*# as (?P<origin>[a-z0-9-]+) \(fitted there\)", re.M
 )
+# A field whose comment starts "# held:" is a number measured elsewhere (its comment cites it):
+# the preset's own rows never move it.
+HELD = re.compile(r"^(?P<name>[a-z0-9_]+):[^#\n]*# held: ", re.M)
 ORIGINS = frozenset(
     found["origin"]
     for path in PRESET_DIR.glob("*.yaml")
@@ -74,10 +77,14 @@ def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
         rows = [c.measurement for c in cases if c.calibration and c.fabric in fabrics]
         if rows and not preset.is_torus:
             text = _preset_text(fabric)
-            inherited = _inherited(text, results)
-            start = dataclasses.replace(preset, **inherited)
-            results[fabric] = _fit_unfitting(start, rows, text, hold=frozenset(inherited))
+            start = dataclasses.replace(preset, **_inherited(text, results))
+            results[fabric] = _fit_unfitting(start, rows, text, hold=_held(text, results))
     return results
+
+
+def _held(text: str, results: dict[str, FitResult]) -> frozenset[str]:
+    """Fields a preset's own fit leaves alone: inherited ones and those marked ``# held:``."""
+    return frozenset(_inherited(text, results)) | {found["name"] for found in HELD.finditer(text)}
 
 
 def _inherited(text: str, results: dict[str, FitResult]) -> dict[str, Any]:
@@ -152,11 +159,11 @@ def write_presets(results: dict[str, FitResult]) -> None:
     """Replace the fitted fields' values in the preset YAML files, keeping their comments. A field
     the rows do not constrain keeps its value, or, when an earlier fit moved it (its comment says
     so), goes back to the value it had before that fit: no row supports the fitted one."""
-    inherited = {fabric: _inherited(_preset_text(fabric), results) for fabric in results}
+    held = {fabric: _held(_preset_text(fabric), results) for fabric in results}
     for fabric, result in results.items():
         path = PRESET_DIR / f"{fabric}.yaml"
         text = path.read_text(encoding="utf-8")
-        hold = inherited[fabric]
+        hold = held[fabric]
         for name in result.fitted_fields:
             text = _write_fitted(text, name, getattr(result.profile, name))
         for name, _ in result.kept_fields:
@@ -165,13 +172,14 @@ def write_presets(results: dict[str, FitResult]) -> None:
         used = sorted({r.measurement.source for r in result.rows if r.fitted})
         note = "; ".join(used).replace('"', "'")
         kept = ", ".join(n for n, why in result.kept_fields if n not in hold) or "none"
-        held = ", ".join(n for n, _ in result.kept_fields if n in hold)
+        kept_held = ", ".join(n for n, _ in result.kept_fields if n in hold)
+        held_note = f"; held (inherited or measured elsewhere): {kept_held}" if kept_held else ""
         text = re.sub(r'^  - "fitted: .*\n', "", text, flags=re.M).rstrip("\n")
         text += (
             f'\n  - "fitted: {", ".join(result.fitted_fields) or "none"} by'
             f" fabricfit.calibrate.fit on {len(result.rows)} [calibration] rows of tests/fixtures"
             f" (cost/measurements.yaml, nccl-tests/SOURCES.yaml): {note}; kept (no row constrains"
-            f" them): {kept}{'; held at the fit they are inherited from: ' + held if held else ''}"
+            f" them): {kept}{held_note}"
             '"\n'
         )
         path.write_text(text, encoding="utf-8")

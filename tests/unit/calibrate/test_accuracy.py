@@ -92,12 +92,10 @@ def test_a_calibration_log_may_fit_only_its_small_rows() -> None:
 
     fixtures = Path(__file__).resolve().parents[2] / "fixtures"
     cases = load_cases(lambda p: (fixtures / p).read_text(encoding="utf-8"), {"aws-p5"})
-    two_nodes = [c for c in cases if c.id.startswith("h100-2x8-aws-p5")]
-    assert two_nodes and all(
-        c.calibration for c in two_nodes if c.measurement.size_bytes <= 1 << 16
-    )
-    assert any(c.measurement.size_bytes > 1 << 16 for c in two_nodes)
-    assert not any(c.calibration for c in two_nodes if c.measurement.size_bytes > 1 << 16)
+    one_node = [c for c in cases if c.id.startswith("h100-1x8-aws-p5-batch")]
+    assert one_node and all(c.calibration for c in one_node if c.measurement.size_bytes <= 1 << 16)
+    assert any(c.measurement.size_bytes > 1 << 16 for c in one_node)
+    assert not any(c.calibration for c in one_node if c.measurement.size_bytes > 1 << 16)
 
 
 def test_a_calibration_log_may_fit_every_second_row() -> None:

@@ -140,17 +140,20 @@ def test_a_fit_at_its_fixpoint_does_not_move_when_fitted_again() -> None:
     assert again.kept_fields == first.kept_fields
 
 
-def test_a_cloud_preset_fitted_on_its_latency_curve_is_its_own_fit() -> None:
-    """aws-p5 is fitted on its 2x8 and 1x8 rows <= 64 KiB only: refitting it changes nothing,
-    and its bandwidths and fills (NVLS-tree's fill per tree stage among them) are not fitted."""
+def test_a_cloud_preset_fitted_with_held_numbers_is_its_own_fit() -> None:
+    """aws-p5 is fitted on every second row of its 2x8 sweep and its 1x8 rows <= 64 KiB, its
+    NVLink numbers (dgx-h100's) and its cited NIC efficiency held: refitting it with them held
+    changes nothing, and they stay what they were."""
     cases = load_cases(lambda rel: (FIXTURES / rel).read_text(encoding="utf-8"), {"aws-p5"})
     rows = [c.measurement for c in cases if c.calibration]
-    assert rows and max(m.size_bytes for m in rows) <= LATENCY_MAX_BYTES
+    assert rows and max(m.size_bytes for m in rows) > LATENCY_MAX_BYTES
     preset = PRESETS["aws-p5"]
-    result = fit_profile(preset, rows, name="aws-p5")
+    hold = {"nvlink_efficiency", "nvls_efficiency", "pipeline_fill_loops", "nvls_tree_efficiency"}
+    result = fit_to_fixpoint(preset, rows, name="aws-p5", hold={*hold, "nic_efficiency"})
     assert _fitted_values(result.profile) == _fitted_values(preset)
-    assert set(BANDWIDTH_FIELDS) <= {name for name, _ in result.kept_fields}
-    assert preset.stage_fill_loops == 1.0  # the default: no p5 row constrains it
+    assert all(getattr(preset, f) == getattr(PRESETS["dgx-h100"], f) for f in hold)
+    assert preset.nic_efficiency == 0.965
+    assert "stage_fill_loops" in result.fitted_fields
 
 
 def test_held_out_rows_are_reported_but_never_fitted_on() -> None:
