@@ -69,7 +69,8 @@ def _read(relative: str) -> str:
 
 def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
     """Each GPU preset refitted on its calibration rows (and those of ALSO_FIT_ON), the presets
-    others inherit from first; a preset starts from the numbers it inherits (``_inherited``)."""
+    others inherit from first; a preset starts from the numbers it inherits (``_inherited``)
+    and holds them and its ``# held:`` fields (``_held``)."""
     results: dict[str, FitResult] = {}
     origins_first = sorted(PRESETS, key=lambda name: (name not in ORIGINS, name))
     for fabric, preset in ((name, PRESETS[name]) for name in origins_first):

@@ -397,7 +397,7 @@ def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) ->
     each moving one NVLink's worth, through a chunk pipeline (``p2p.p2p_nvlink_fill``)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
-    peer, fill, protocols = t.one_nic_gb_per_s, 1.0, nccl.default_protocols(shape, profile)
+    peer, fill, protocols = t.one_nic_gb_per_s, 1.0, nccl.DEFAULT_PROTOCOLS
     if multi:
         peer = min(peer, p2p.p2p_peer_gb_per_s(shape, profile, t.channels))
     elif shape.nodes == 1:

@@ -222,21 +222,20 @@ def tree_loop_bytes(
     return ch * chunk
 
 
-def default_protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
-    """Protocols NCCL enables by default: all three. LL128 needs the NIC within a PCIe switch
-    of the GPU on Ampere (typeInter <= PATH_PXB; PXN also on SM90+) and NVLink inside the node
-    (tuning.cc:518-531 @5067397c), which every preset's board has (DGX/HGX: a NIC beside each GPU
-    pair under one switch); a system whose NICs hang off the CPU says so in its profile
-    (``nccl_protocols: [LL, Simple]``). p2p (send-recv, all-to-all) keeps these whatever
-    NCCL_PROTO says: NCCL picks a p2p op's protocol by size alone (enqueue.cc:932-933)."""
-    return (LL, LL128, SIMPLE)
+# Protocols NCCL enables by default: all three. LL128 needs the NIC within a PCIe switch of the
+# GPU on Ampere (typeInter <= PATH_PXB; PXN also on SM90+) and NVLink inside the node
+# (tuning.cc:518-531 @5067397c), which every preset's board has (DGX/HGX: a NIC beside each GPU
+# pair under one switch); a system whose NICs hang off the CPU says so in its profile
+# (``nccl_protocols: [LL, Simple]``). p2p (send-recv, all-to-all) keeps these whatever
+# NCCL_PROTO says: NCCL picks a p2p op's protocol by size alone (enqueue.cc:932-933).
+DEFAULT_PROTOCOLS: Final[tuple[int, ...]] = (LL, LL128, SIMPLE)
 
 
-def protocols(shape: GroupShape, profile: FabricProfile) -> tuple[int, ...]:
+def protocols(profile: FabricProfile) -> tuple[int, ...]:
     """Protocols a collective may run in: the platform's ``nccl_protocols`` when it sets them
     (NCCL_PROTO naming LL128 enables it on every path, tuning.cc 518-536), else the default."""
     if profile.nccl_protocols is None:
-        return default_protocols(shape, profile)
+        return DEFAULT_PROTOCOLS
     return tuple(i for i, name in enumerate(PROTOCOLS) if name in profile.nccl_protocols)
 
 
@@ -384,7 +383,7 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float, *, forced: boo
         net_scale=profile.net_hop_latency_us / NCCL_NET_HOP_US,
         net_base_us=profile.net_base_latency_us if multi else 0.0,
         spine_us=spine_extra_us(shape, profile),
-        protocols=protocols(shape, profile),
+        protocols=protocols(profile),
         algorithms=algorithms(profile, forced=forced),
     )
 
