@@ -24,6 +24,7 @@ from fabricfit.calibrate.accuracy import Case, parse_cases
 from fabricfit.calibrate.fit import measurements_from_log
 from fabricfit.calibrate.logs import parse_log
 from fabricfit.cost.collectives import Collective
+from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version
 from fabricfit.fabric.profiles import PRESETS
 
 MEASUREMENTS = "cost/measurements.yaml"
@@ -111,17 +112,28 @@ def _log_cases(
     stem = path.removesuffix(".log")
     multi_gpu = [m for m in rows if m.nodes * m.gpus_per_node > 1]
     selection = calibration.get(path)
+    version = _release(entry.get("nccl_version"))
     return [
         Case(
             id=f"{stem}@{m.size_bytes}",
             fabric=str(fabric),
-            measurement=dataclasses.replace(m, algorithm=str(entry.get("algorithm", "auto"))),
+            measurement=dataclasses.replace(
+                m, algorithm=str(entry.get("algorithm", "auto")), nccl_version=version
+            ),
             calibration=selection is not None and selection.fits(i, m.size_bytes) and not reference,
             note=quality,
             reference=reference,
         )
         for i, m in enumerate(multi_gpu)
     ]
+
+
+def _release(value: object) -> str | None:
+    """The manifest's ``nccl_version`` when it is a release ("2.26.2"), else None (not stated)."""
+    try:
+        return parse_version(value)
+    except NcclSetupError:
+        return None
 
 
 def _short_source(source: str) -> str:

@@ -40,6 +40,7 @@ import math
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from fabricfit.calibrate.fields import (
@@ -80,6 +81,7 @@ class Measurement:
     algorithm: str = "auto"  # a forced NCCL_ALGO, as the run was made
     nodes_per_domain: int | None = None  # None: the profile's NVLink domain size
     gpus_per_thread: int = 1  # GPUs one host thread drives (nccl-tests -g G)
+    nccl_version: str | None = None  # the NCCL release the run used, when known
 
 
 # A row as the fitter uses it: the measurement, its group shape, the measured seconds.
@@ -203,11 +205,19 @@ def _check(m: Measurement) -> None:
 def run_seconds(profile: FabricProfile, m: Measurement, shape: GroupShape) -> float:
     """Time of one call as nccl-tests measures it: the model's time, or, when one host thread
     drives G GPUs (``-g G``), at least G kernel launches back to back — nccl-tests issues the
-    calls back to back, so a launch-bound loop runs at the host's pace, not the GPUs'."""
+    calls back to back, so a launch-bound loop runs at the host's pace, not the GPUs'. A run
+    that names its NCCL release is priced with that release's tuner (``nccl_version``)."""
+    if m.nccl_version and m.nccl_version != profile.nccl_version:
+        profile = _on_release(profile, m.nccl_version)
     est = estimate_shape(m.collective, m.size_bytes, shape, profile, algorithm=m.algorithm)
     if m.gpus_per_thread > 1:
         return max(est.seconds, m.gpus_per_thread * profile.launch_us_per_gpu * 1e-6)
     return est.seconds
+
+
+@lru_cache(maxsize=256)
+def _on_release(profile: FabricProfile, version: str) -> FabricProfile:
+    return dataclasses.replace(profile, nccl_version=version)
 
 
 def _row(profile: FabricProfile, m: Measurement, shape: GroupShape, fitted: bool) -> FitRow:

@@ -214,9 +214,10 @@ def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: 
 def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> float:
     """NCCL's tuner time for NVLS-tree all-reduce (tuning.cc 306-322, 380, 426): per channel the
     NVLink side (line × the tuner's NVLS efficiency × (ch−1)/ch, ×2 for all-reduce), the NIC side
-    (×2 at 2 domains) and the per-channel cap; bus→alg nRanks/nsteps; latency 25 µs inside the
-    domain plus 2·log2(domains) network hops of 20.9 µs and twice the plugin's latency (Simple,
-    ``nccl.tuner_net_hop_us``). inf where NVLS-tree does not exist."""
+    (×2 at 2 domains) and the per-channel cap (from 2.28); bus→alg nRanks/nsteps; latency 25 µs
+    inside the domain plus 2·log2(domains) network hops of 20.9 µs (14 until 2.28.7) and twice
+    the plugin's latency (Simple, ``nccl.tuner_net_hop_us``); the constants of the profile's NCCL
+    release (``nccl.nccl_release``). inf where NVLS-tree does not exist."""
     if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or shape.max_per_domain < 2:
         return math.inf
     n, d = shape.ranks, shape.domains
@@ -224,7 +225,7 @@ def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: T
     eff = nccl.NVLS_TUNER_EFFICIENCY.get(profile.arch, 0.85)
     intra = 2 * profile.nvlink_gb_per_s * eff * (channels - 1) / channels
     inter = (2.0 if d <= 2 else 1.0) * t.out_gb_per_s
-    caps = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)
+    caps = nccl.nvls_tree_channel_caps(profile)
     alg = min(intra, inter, channels * caps[nccl.node_index(shape)]) * n / (2 * (n - 1))
     net = nccl.tuner_net_hop_us("nvls-tree", SIMPLE, profile)
     lat = nccl.NVLINK_US_NVLS_TREE + 2 * nccl.log2_floor(d) * net

@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Final, NamedTuple
 
 from fabricfit.cost.shape import GroupShape
-from fabricfit.fabric.ncclsetup import MODEL_ALGORITHM
+from fabricfit.fabric.ncclsetup import MODEL_ALGORITHM, release
 from fabricfit.fabric.profiles import FabricProfile
 
 PROTOCOLS: Final = ("LL", "LL128", "Simple")
@@ -108,6 +108,12 @@ PER_CHANNEL_RING_LL128: Final = {"ampere": 20.0, "hopper": 36.7, "blackwell": 40
 # NVLS efficiency NCCL's tuner applies to the NVLink side of NVLS / NVLS-tree (tuning.cc).
 NVLS_TUNER_EFFICIENCY: Final = {"hopper": 0.85, "blackwell": 0.74}
 PER_CHANNEL_NVLS_TREE: Final = {"hopper": (0.0, 57.7, 45.5), "blackwell": (0.0, 96.0, 80.0)}
+# The NCCL release whose tables these are; a profile's ``nccl_version`` names the one its
+# platform runs. Tuner constants older releases had instead (NVIDIA/nccl tags v2.24.3-1 …
+# v2.29.7-1, src/graph/tuning.cc): NVLS-tree's network hop was 14 µs until 2.28.7 (20.9 from
+# 2.28.9), and NVLS-tree had no per-channel bandwidth cap before 2.28 (perChMaxNVLSTreeBws).
+MODELLED_RELEASE: Final = (2, 30, 7)
+NVLS_TREE_NET_US_UNTIL_2_28_7: Final = 14.0
 # Tree: Simple 0.92·busBw; LL busBw/3.8; LL128 ×120/128 across nodes; bus→alg ×0.5.
 TREE_SIMPLE_FACTOR: Final = 0.92
 TREE_LL_DIVISOR: Final = 3.8
@@ -416,7 +422,24 @@ def tuner_net_hop_us(algorithm: str, proto: int, profile: FabricProfile) -> floa
     (``net_plugin_latency_us``; search.cc:745 copies it into the graph), that once more for
     Simple ("Also add the flush extra latency"). Choice only: wall time uses ``net_hop_us``."""
     rounds = 2.0 if proto == SIMPLE else 1.0
-    return NET_US[algorithm][proto] + rounds * profile.net_plugin_latency_us
+    hop = NET_US[algorithm][proto]
+    if algorithm == "nvls-tree" and nccl_release(profile) < (2, 28, 9):
+        hop = NVLS_TREE_NET_US_UNTIL_2_28_7
+    return hop + rounds * profile.net_plugin_latency_us
+
+
+def nccl_release(profile: FabricProfile) -> tuple[int, int, int]:
+    """The NCCL release whose tuner chooses for ``profile`` (its ``nccl_version``, else the
+    release the model's tables follow)."""
+    return release(profile.nccl_version) if profile.nccl_version else MODELLED_RELEASE
+
+
+def nvls_tree_channel_caps(profile: FabricProfile) -> tuple[float, float, float]:
+    """NCCL's per-channel NVLS-tree bandwidth caps [1 node, 2, more] as the tuner applies them:
+    none before 2.28."""
+    if nccl_release(profile) < (2, 28, 0):
+        return (1e9, 1e9, 1e9)
+    return PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9, 1e9, 1e9))
 
 
 def log2_floor(n: int) -> int:

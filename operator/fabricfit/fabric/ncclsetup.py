@@ -12,11 +12,14 @@ leaves ``nvlsSupport`` 0, ``src/transport/nvls.cc`` 262, so neither NVLS nor NVL
 A profile field takes a list of NCCL's names or NCCL's own string (``"Simple,LL128"``,
 ``"^LL128"``), matched case-insensitively as NCCL's ``parseList`` does (tuning.cc 55);
 per-collective lists (``"allreduce:tree;..."``) are not supported. Values are stored as NCCL's
-canonical names in NCCL's order, so equal set-ups compare equal.
+canonical names in NCCL's order, so equal set-ups compare equal. ``nccl_version`` names the
+NCCL release the platform runs (``"2.26.2"``): NCCL's tuner constants change between releases,
+and the model's choice follows the release's (:mod:`fabricfit.cost.nccl`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -94,3 +97,25 @@ def parse_algorithms(value: object) -> tuple[str, ...]:
 def parse_protocols(value: object) -> tuple[str, ...]:
     """``nccl_protocols``: any non-empty set (every collective has a ring in every protocol)."""
     return parse_names("nccl_protocols", value, NCCL_PROTOCOLS)
+
+
+_RELEASE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
+
+
+def parse_version(value: object) -> str:
+    """``nccl_version``: an NCCL release, MAJOR.MINOR.PATCH as NCCL prints it ("2.26.2")."""
+    if not isinstance(value, str) or not _RELEASE.fullmatch(value.strip()):
+        raise NcclSetupError(
+            f"profile field 'nccl_version' must be an NCCL release like \"2.26.2\" (quoted), "
+            f"got {value!r}"
+        )
+    return value.strip()
+
+
+def release(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release :func:`parse_version` accepted."""
+    found = _RELEASE.fullmatch(version)
+    if found is None:
+        raise NcclSetupError(f"not an NCCL release: {version!r}")
+    major, minor, patch = (int(g) for g in found.groups())
+    return major, minor, patch

@@ -31,7 +31,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc). Next to it
   ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
   NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value),
-  and ``nccl_buffsize`` (``NCCL_BUFFSIZE``: the Simple buffer, whose eighth is a tree chunk);
+  ``nccl_buffsize`` (``NCCL_BUFFSIZE``: the Simple buffer, whose eighth is a tree chunk) and
+  ``nccl_version``, the NCCL release it runs (its tuner's constants choose, not 2.30.7's);
 * optional ``nic_ports_per_rail``: NIC ports behind each rail (1; 2 on OCI's A100 machines,
   16 ports of 100 Gb/s for 8 GPUs), which NCCL's tuner sees as NICs of their own;
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
@@ -60,7 +61,12 @@ from typing import Any
 
 import yaml
 
-from fabricfit.fabric.ncclsetup import NcclSetupError, parse_algorithms, parse_protocols
+from fabricfit.fabric.ncclsetup import (
+    NcclSetupError,
+    parse_algorithms,
+    parse_protocols,
+    parse_version,
+)
 
 DEFAULT_PROFILE = "dgx-h100"
 DEFAULT_BUFFSIZE = 1 << 22  # NCCL's Simple buffer when NCCL_BUFFSIZE is not set (init.cc:813)
@@ -149,6 +155,9 @@ class FabricProfile:
     nccl_algorithms: tuple[str, ...] | None = None
     nccl_protocols: tuple[str, ...] | None = None
     nvls_enabled: bool = True
+    # The NCCL release the platform runs ("2.26.2"; None: the release whose tables the model
+    # follows, 2.30.7): NCCL's tuner constants change between releases, so does its choice.
+    nccl_version: str | None = None
     # The latency (µs) the platform's network plugin reports to NCCL (ncclNetProperties_t
     # .latency): NCCL's tuner adds it to every network step, twice for Simple (tuning.cc:389-391),
     # so it steers NCCL's choice of algorithm and protocol; not wall time. 0: NCCL's own IB and
@@ -213,7 +222,7 @@ OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
         "nic_ports_per_rail": (1, 16),
     }
 )
-NCCL_SETUP_FIELDS = ("nccl_algorithms", "nccl_protocols", "nvls_enabled")
+NCCL_SETUP_FIELDS = ("nccl_algorithms", "nccl_protocols", "nvls_enabled", "nccl_version")
 _OPTIONAL = (
     *OPTIONAL_RANGES,
     *OPTIONAL_INTEGER_RANGES,
@@ -270,6 +279,11 @@ def _nccl_setup(doc: Mapping[str, Any]) -> dict[str, Any]:
         raise ProfileError(str(err)) from None
     if doc.get("nvls_enabled") is not None:
         found["nvls_enabled"] = _flag(doc, "nvls_enabled")
+    if doc.get("nccl_version") is not None:
+        try:
+            found["nccl_version"] = parse_version(doc["nccl_version"])
+        except NcclSetupError as err:
+            raise ProfileError(str(err)) from None
     return found
 
 
@@ -400,11 +414,13 @@ def _check_consistency(profile: FabricProfile) -> None:
         not profile.nvls_enabled,
         profile.net_plugin_latency_us,
         profile.nccl_buffsize != DEFAULT_BUFFSIZE,
+        profile.nccl_version,
     )
     if profile.torus is not None and any(nccl_setup):
         raise ProfileError(
-            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled, net_plugin_latency_us "
-            "and nccl_buffsize describe NCCL; a TPU profile (arch 'tpu') takes none of them"
+            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled, net_plugin_latency_us, "
+            "nccl_buffsize and nccl_version describe NCCL; a TPU profile (arch 'tpu') takes none "
+            "of them"
         )
     if profile.torus is not None and profile.nic_ports_per_rail != 1:
         raise ProfileError("nic_ports_per_rail describes a GPU node's NICs; a TPU profile has none")

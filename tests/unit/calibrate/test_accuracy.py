@@ -141,3 +141,14 @@ def test_the_two_node_nvls_tree_sweep_is_fitted_on_every_second_row_from_1_mib()
     assert fitted == [1 << k for k in range(21, 34, 2)]  # 2 MiB, 8 MiB, ..., 8 GiB
     others = [c for c in cases if c.id.startswith(("h100-2x8-gjaion", "h100-2x8-oci"))]
     assert others and not any(c.calibration for c in others)
+
+
+def test_a_run_that_names_its_nccl_release_is_priced_with_it() -> None:
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    cases = load_cases(lambda p: (fixtures / p).read_text(encoding="utf-8"), {"dgx-h100"})
+    versions = {c.id.split("@")[0]: c.measurement.nccl_version for c in cases}
+    assert versions["h100-4x8-qoofyk-vm-all-reduce"] == "2.26.2"
+    assert versions["h100-4x8-voltagepark-all-reduce"] == "2.24.3"
+    assert versions["h100-2x8-oci-roce-all-reduce"] is None  # "not stated"

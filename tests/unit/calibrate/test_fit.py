@@ -228,3 +228,11 @@ def test_one_thread_driving_several_gpus_is_launch_bound() -> None:
     many = dataclasses.replace(one, gpus_per_thread=8)
     assert predict(profile, many).predicted_time_us == pytest.approx(32.0)
     assert predict(profile, one).predicted_time_us < 32.0
+
+
+def test_a_row_is_priced_with_the_nccl_release_it_ran() -> None:
+    probe = Measurement(Collective.ALL_REDUCE, 4 << 20, 4, 8, 1.0, 1.0, "synthetic")
+    old = dataclasses.replace(probe, nccl_version="2.26.2")
+    on_old = dataclasses.replace(H100, nccl_version="2.26.2")
+    assert predict(H100, old) == dataclasses.replace(predict(on_old, probe), measurement=old)
+    assert predict(H100, old).predicted_time_us != predict(H100, probe).predicted_time_us

@@ -367,3 +367,27 @@ def test_a_tpu_profile_has_no_nic_ports() -> None:
     )
     with pytest.raises(ProfileError, match="nic_ports_per_rail"):
         load_profile(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ('"2.26.2"', True),
+        ('"2.30.7"', True),
+        ("2.26", False),
+        ('"2.26"', False),
+        ('"v2.26.2"', False),
+    ],
+)
+def test_nccl_version_is_a_quoted_release(value: str, ok: bool) -> None:
+    text = preset_text("dgx-h100") + f"nccl_version: {value}\n"
+    if ok:
+        assert load_profile(text).nccl_version == value.strip('"')
+    else:
+        with pytest.raises(ProfileError, match="nccl_version"):
+            load_profile(text)
+
+
+def test_a_tpu_profile_names_no_nccl_release() -> None:
+    with pytest.raises(ProfileError, match="nccl_version"):
+        load_profile(preset_text("tpu-v5e") + 'nccl_version: "2.26.2"\n')
