@@ -21,10 +21,9 @@ from typing import Any
 import yaml
 
 from fabricfit.calibrate.accuracy import Case, parse_cases
-from fabricfit.calibrate.fit import measurements_from_log
+from fabricfit.calibrate.fit import measurements_from_log, nccl_release_of
 from fabricfit.calibrate.logs import parse_log
 from fabricfit.cost.collectives import Collective
-from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version
 from fabricfit.fabric.profiles import PRESETS
 
 MEASUREMENTS = "cost/measurements.yaml"
@@ -112,13 +111,15 @@ def _log_cases(
     stem = path.removesuffix(".log")
     multi_gpu = [m for m in rows if m.nodes * m.gpus_per_node > 1]
     selection = calibration.get(path)
-    version = _release(entry.get("nccl_version"))
+    version = nccl_release_of(entry.get("nccl_version"))  # the log's own, when it prints one
     return [
         Case(
             id=f"{stem}@{m.size_bytes}",
             fabric=str(fabric),
             measurement=dataclasses.replace(
-                m, algorithm=str(entry.get("algorithm", "auto")), nccl_version=version
+                m,
+                algorithm=str(entry.get("algorithm", "auto")),
+                nccl_version=m.nccl_version or version,
             ),
             calibration=selection is not None and selection.fits(i, m.size_bytes) and not reference,
             note=quality,
@@ -126,14 +127,6 @@ def _log_cases(
         )
         for i, m in enumerate(multi_gpu)
     ]
-
-
-def _release(value: object) -> str | None:
-    """The manifest's ``nccl_version`` when it is a release ("2.26.2"), else None (not stated)."""
-    try:
-        return parse_version(value)
-    except NcclSetupError:
-        return None
 
 
 def _short_source(source: str) -> str:

@@ -55,6 +55,7 @@ from fabricfit.calibrate.fields import (
 from fabricfit.calibrate.search import best_value
 from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape
 from fabricfit.cost.shape import GroupShape, summarize_group
+from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import GpuSlot
 
@@ -165,10 +166,25 @@ def measurements_from_log(
             r.out_time_us,
             source or log.path,
             gpus_per_thread=int(getattr(log, "gpus_per_thread", None) or 1),
+            nccl_version=nccl_release_of(getattr(log, "nccl_version", None)),
         )
         for r in log.rows
         if r.size_bytes > 0 and r.out_time_us > 0
     )
+
+
+def nccl_release_of(value: object) -> str | None:
+    """``value`` when it is an NCCL release ("2.26.2"), else None (not stated, or not one)."""
+    try:
+        return parse_version(value)
+    except NcclSetupError:
+        return None
+
+
+def shared_release(rows: Sequence[Measurement]) -> str | None:
+    """The NCCL release every row names, when they all name the same one."""
+    found = {m.nccl_version for m in rows}
+    return found.pop() if len(found) == 1 else None
 
 
 def layout(m: Measurement, profile: FabricProfile) -> list[GpuSlot]:

@@ -20,6 +20,7 @@ neither kopf nor the Kubernetes client.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from fabricfit.calibrate.fit import (
     fit_profile,
     measurements_from_log,
     predict,
+    shared_release,
 )
 from fabricfit.calibrate.logs import LogError, NcclTestsLog, parse_logs
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
@@ -168,11 +170,16 @@ def execute(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown --collective (one of {names})") from None
     rows = read_measurements(args.logs, args.nodes, args.gpus_per_node, collective)
     base = _base(args, rows)
+    release = shared_release(rows)
+    if release is not None:  # the cluster's NCCL: the fitted profile's tuner follows it
+        base = dataclasses.replace(base, nccl_version=release)
     try:
         result = fit_profile(base, rows, name=_name(args, base))
     except (FitError, ValueError) as err:
         raise UsageError(f"cannot fit {base.name} to the logs: {err}") from None
     print(f"base fabric {base.name}: median |error| {median_error(base, rows):.1%} before fitting")
+    if release is not None:
+        print(f"NCCL {release} (the logs' release): the profile's tuner follows it")
     print(render_table(result))
     print(render_fields(base, result))
     if args.output:

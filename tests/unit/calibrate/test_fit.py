@@ -200,6 +200,7 @@ class Log:
     nodes: int | None
     gpus_per_node: int | None
     rows: tuple[Row, ...]
+    nccl_version: str | None = None
 
 
 def test_measurements_from_a_parsed_log() -> None:
@@ -213,6 +214,11 @@ def test_measurements_from_a_parsed_log() -> None:
         "ar.log",
     )
     assert measurements_from_log(log, source="nccl#1")[0].source == "nccl#1"
+    assert m.nccl_version is None
+    (printed,) = measurements_from_log(dataclasses.replace(log, nccl_version="2.26.2"))
+    assert printed.nccl_version == "2.26.2"
+    (odd,) = measurements_from_log(dataclasses.replace(log, nccl_version="2.26"))
+    assert odd.nccl_version is None
     with pytest.raises(FitError, match=r"ar\.log"):
         measurements_from_log(dataclasses.replace(log, collective=None))
     with pytest.raises(FitError, match="ranks"):

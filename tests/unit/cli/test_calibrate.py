@@ -60,6 +60,8 @@ def test_two_node_counts_fit_a_loadable_profile(
         line[len(header) - 1] != " " and line[len(header) :].startswith("  ") for line in fields
     )
     assert all(line.split()[0] + " " in line[: len(header) - 22] for line in fields)
+    # both logs print nccl-library=22902: the profile runs NCCL 2.29.2's tuner
+    assert "NCCL 2.29.2 (the logs' release)" in out and profile.nccl_version == "2.29.2"
 
 
 def test_small_message_logs_move_no_bandwidth_or_fill(
