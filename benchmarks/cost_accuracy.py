@@ -1,7 +1,8 @@
 """The cost model against published measurements, by regime (size × scope × collective).
 
 Rows: ``tests/fixtures/cost/measurements.yaml`` (single published figures, each with its source)
-and the nccl-tests logs listed in ``tests/fixtures/nccl-tests/SOURCES.yaml`` (full size sweeps).
+and the nccl-tests logs listed in ``tests/fixtures/nccl-tests/SOURCES.yaml`` (full size sweeps); a
+log's rows are priced with the NCCL release the log prints (else the manifest's ``nccl_version``).
 Rows marked ``calibration`` are the ones the presets' numbers were fitted on; the table reports
 held-out and fitted rows apart. Also printed: leave-one-source-out (refit a preset without one
 source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
