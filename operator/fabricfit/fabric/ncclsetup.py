@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final
 
 # NCCL 2.30.7's names (src/init.cc 53-55 @5067397c), in NCCL's order.
@@ -112,6 +113,7 @@ def parse_version(value: object) -> str:
     return value.strip()
 
 
+@lru_cache(maxsize=64)
 def release(version: str) -> tuple[int, int, int]:
     """(major, minor, patch) of a release :func:`parse_version` accepted."""
     found = _RELEASE.fullmatch(version)
