@@ -105,14 +105,11 @@ def write_inherited(results: dict[str, FitResult]) -> None:
     value, keeping the comment: one HGX board, one set of NVLink numbers (the preset's own fit
     holds these fields, ``fit_presets``)."""
     for path in sorted(PRESET_DIR.glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
+        text = before = path.read_text(encoding="utf-8")
         values = _inherited(text, results)
         for name, value in values.items():
-            found = _field_line(name).search(text)
-            assert found is not None
-            new = _line(name, value, found.group("comment"))
-            text = text[: found.start()] + new + text[found.end() :]
-        if values and text != path.read_text(encoding="utf-8"):
+            text = _with_value(text, name, value)
+        if text != before:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)} (inherited: {', '.join(sorted(values))})")
 
@@ -242,17 +239,19 @@ def copy_fitted(results: dict[str, FitResult]) -> None:
         path = PRESET_DIR / f"{fabric}.yaml"
         text = path.read_text(encoding="utf-8")
         for name in fittable_fields(fitted):
-            value = getattr(fitted, name)
-            line = re.compile(rf"^{name}:[ ]*[^#\n]*?(?P<pad>[ ]*)(?P<comment>#.*)?$", re.M)
-            found = line.search(text)
-            if found:
-                new = _line(name, value, found.group("comment"))
-                text = text[: found.start()] + new + text[found.end() :]
-            else:
-                new = _line(name, value, f"# as {origin} (fitted there)")
-                text = text.replace("\nsources:", f"\n{new}\nsources:", 1)
+            text = _with_value(text, name, getattr(fitted, name), f"# as {origin} (fitted there)")
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)} (fitted numbers of {origin})")
+
+
+def _with_value(text: str, name: str, value: float, comment: str = "") -> str:
+    """``text`` with field ``name`` at ``value``, its comment kept; a field the file does not
+    list yet is added before ``sources`` with ``comment``."""
+    found = _field_line(name).search(text)
+    if found is None:
+        return text.replace("\nsources:", f"\n{_line(name, value, comment)}\nsources:", 1)
+    new = _line(name, value, found.group("comment"))
+    return text[: found.start()] + new + text[found.end() :]
 
 
 def _line(name: str, value: float, comment: str | None) -> str:

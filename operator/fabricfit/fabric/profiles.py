@@ -275,15 +275,12 @@ def _nccl_setup(doc: Mapping[str, Any]) -> dict[str, Any]:
             found["nccl_algorithms"] = parse_algorithms(doc["nccl_algorithms"])
         if doc.get("nccl_protocols") is not None:
             found["nccl_protocols"] = parse_protocols(doc["nccl_protocols"])
+        if doc.get("nccl_version") is not None:
+            found["nccl_version"] = parse_version(doc["nccl_version"])
     except NcclSetupError as err:
         raise ProfileError(str(err)) from None
     if doc.get("nvls_enabled") is not None:
         found["nvls_enabled"] = _flag(doc, "nvls_enabled")
-    if doc.get("nccl_version") is not None:
-        try:
-            found["nccl_version"] = parse_version(doc["nccl_version"])
-        except NcclSetupError as err:
-            raise ProfileError(str(err)) from None
     return found
 
 
