@@ -1,60 +1,19 @@
-"""Fabric profiles: the hardware numbers the cost model runs on, as frozen data.
+"""Fabric profiles: reading and validating profile documents, and the presets.
 
-Theory of operation
--------------------
-A profile describes one hardware class end to end, from the GPU's NVLink ports out to the spine:
-
-* scale-up: per-GPU NVLink line rate (GB/s per direction), the fraction NCCL's ring reaches
-  (``nvlink_efficiency``), whether NVSwitch can reduce in-switch (NVLS) and how efficiently,
-  GPUs per node and per NVLink domain (8 for an HGX node, 72 for a GB200 NVL72 rack);
-* scale-out: NICs per node, line rate (Gbit/s) and the fraction a p2p/ring stream reaches,
-  oversubscription above the leaf (traffic leaving a rail group or changing rails) and above the
-  spine (traffic crossing spine blocks), per-hop switch latency;
-* TPU: torus shape of the pod, one-way ICI bandwidth per link, the wraparound rule, OCS, DCN;
-* optional ``max_collective_nics_per_domain``: how many NICs one NCCL collective actually drives
-  out of a large NVLink domain (channels map to NICs; binds on GB200 NVL72, not on 8-GPU nodes);
-* optional wall-time latencies fitted per tier (``base_latency_us`` per call inside a domain,
-  ``net_base_latency_us`` added when the call crosses NICs, ``nvls_latency_us`` for NVLink SHARP)
-  next to the per-step hop latencies, the pipeline-fill depth of NVLS (``pipeline_fill_loops``)
-  and of each tree stage between domains (``stage_fill_loops``; NVLS-tree's stages have their
-  own, ``nvls_tree_stage_fill_loops``, which a profile file that omits it takes from
-  ``stage_fill_loops``), the share of NVLS bandwidth NVLS-tree's NVLink stage keeps
-  (``nvls_tree_efficiency``), the cross-domain all-to-all efficiency and its decay with domain
-  count (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
-  chunk pipeline (``p2p_fill_chunks``), and the host's launch time per GPU
-  (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
-  GPUs). Their defaults are NCCL's own constants or
-  neutral values, so a profile written before they existed still loads and means the same;
-* optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
-  ``nvls_enabled``): what its documented NCCL environment lets NCCL run (``NCCL_ALGO``,
-  ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``). Unset, NCCL considers everything it would by default;
-  set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc). Next to it
-  ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
-  NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value),
-  ``nccl_buffsize`` (``NCCL_BUFFSIZE``: the Simple buffer, whose eighth is a tree chunk) and
-  ``nccl_version``, the NCCL release it runs (its tuner's constants choose, not 2.30.7's);
-* optional ``nic_ports_per_rail``: NIC ports behind each rail (1; 2 on OCI's A100 machines,
-  16 ports of 100 Gb/s for 8 GPUs), which NCCL's tuner sees as NICs of their own;
-* optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
-  the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
-  failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
-  default, keeps none; it must stay below the nodes a domain holds.
-
-Every number carries its source in the preset YAML files (``presets/*.yaml``: a comment next to
-the value and the ``sources`` list); fitted numbers say which measured rows they were fitted on
-(``fabricfit.calibrate.fit``, rows in ``tests/fixtures``). Custom
-profiles are YAML documents with the same keys; :func:`load_profile` validates them and raises
-:class:`ProfileError` (a ``ValueError``) with a one-line message for anything wrong.
-
-Profiles are hashable and compare by value, so the cost model can cache on them; the hash is
-computed once because the placement search hashes the same profile millions of times.
+What a profile holds is :mod:`fabricfit.fabric.profiletypes` (:class:`FabricProfile`, re-exported
+here with :class:`TorusSpec` and :class:`ProfileError`). Every number carries its source in the
+preset YAML files (``presets/*.yaml``: a comment next to the value and the ``sources`` list);
+fitted numbers say which measured rows they were fitted on (``fabricfit.calibrate.fit``, rows in
+``tests/fixtures``). Custom profiles are YAML documents with the same keys; :func:`load_profile`
+validates them and raises :class:`ProfileError` (a ``ValueError``) with a one-line message for
+anything wrong.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -67,133 +26,21 @@ from fabricfit.fabric.ncclsetup import (
     parse_protocols,
     parse_version,
 )
+from fabricfit.fabric.profiletypes import DEFAULT_BUFFSIZE, FabricProfile, ProfileError, TorusSpec
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PRESETS",
+    "FabricProfile",
+    "ProfileError",
+    "TorusSpec",
+    "get_profile",
+    "load_profile",
+]
 
 DEFAULT_PROFILE = "dgx-h100"
-DEFAULT_BUFFSIZE = 1 << 22  # NCCL's Simple buffer when NCCL_BUFFSIZE is not set (init.cc:813)
 ARCHES = ("ampere", "hopper", "blackwell", "tpu")
 WRAP_RULES = ("cube", "axis")
-
-
-class ProfileError(ValueError):
-    """A fabric profile name or document is invalid (one-line message)."""
-
-
-@dataclass(frozen=True)
-class TorusSpec:
-    """A TPU pod's inter-chip interconnect (scaling-book tpus.md; Cloud TPU docs)."""
-
-    dims: tuple[int, ...]  # pod shape, e.g. (16, 16, 16) for v4
-    ici_link_gb_per_s: float  # one-way bandwidth of one ICI link
-    ici_efficiency: float  # fraction of line rate a collective reaches
-    ici_hop_latency_us: float  # T_min per hop (~1 µs, scaling-book sharding.md)
-    wrap_rule: (
-        str  # "cube": wrap iff every axis is a multiple of cube_edge; "axis": axis == pod dim
-    )
-    cube_edge: int  # OCS reconfiguration unit edge (4 for 4x4x4 cubes)
-    ocs: bool  # optical circuit switches join cubes (v4, v5p)
-    dcn_gb_per_s_per_host: float  # data-centre network between slices
-    chips_per_host: int
-
-
-@dataclass(frozen=True)
-class FabricProfile:
-    """One hardware class. Bandwidths are per direction, GB = 1e9 bytes."""
-
-    name: str
-    arch: str  # selects NCCL's per-architecture tables (ampere | hopper | blackwell | tpu)
-    gpus_per_node: int
-    gpus_per_nvlink_domain: int
-    nvlink_gb_per_s: float  # per-GPU NVLink line rate, one direction
-    nvlink_efficiency: float  # ring busbw / line rate
-    nvls: bool  # NVSwitch in-switch reduction (NVLink SHARP)
-    nvls_efficiency: float  # NVLS all-reduce algbw = line * eff * n/(n+1)
-    nics_per_node: int
-    nic_gbit_per_s: float
-    nic_efficiency: float  # p2p/ring stream / line rate
-    leaf_oversubscription: float  # downlink:uplink at the leaf (rail-group exit)
-    spine_oversubscription: float  # downlink:uplink at the spine (block exit)
-    nvlink_hop_latency_us: float
-    net_hop_latency_us: float
-    switch_hop_latency_us: float  # per extra switch traversed (leaf->spine->leaf)
-    # NICs one collective drives out of one NVLink domain (NCCL maps each channel to one NIC and
-    # bounds the channel count); 0 = every NIC the group owns. Binds only on large domains.
-    max_collective_nics_per_domain: float = 0.0
-    # NIC ports behind each rail (OCI BM.GPU4.8: 2 x 100 Gb/s per GPU): NCCL sees every port as a
-    # NIC of nic_gbit_per_s / ports and runs a channel on each, so its tuner's per-channel caps
-    # bind later; the rail's rate is unchanged. 1 = one NIC per rail.
-    nic_ports_per_rail: int = 1
-    # Wall-time latency per call (µs) inside one NVLink domain; NCCL's ring LL base by default.
-    base_latency_us: float = 6.6
-    # Extra wall time per call once the call crosses NICs (proxy, PCIe, NIC doorbells).
-    net_base_latency_us: float = 0.0
-    # NVLS / NVLS-tree per-call latency inside the domain (NCCL's tuner uses 25 µs).
-    nvls_latency_us: float = 25.0
-    # NVLS pipeline fill: efficiency L/(L + d) with L = bytes / (channels·heads·chunk) loops.
-    pipeline_fill_loops: float = 4.0
-    # NVLS-tree's NVLink stage: the fraction of standalone NVLS bandwidth it reaches while the
-    # same kernel also drives the network sends and receives of the tree (1: as fast as NVLS).
-    nvls_tree_efficiency: float = 1.0
-    # Tree pipeline fill per stage a chunk crosses between domains (tree levels up and down,
-    # and the chain inside the domain), in loops of the call.
-    stage_fill_loops: float = 1.0
-    # NVLS-tree's fill per tree stage between domains, in loops at the network's rate; a profile
-    # file that does not give it takes its stage_fill_loops (what both meant before the split).
-    nvls_tree_stage_fill_loops: float = 1.0
-    # Host time to launch one GPU's share of a call. Not part of any collective's time (one
-    # process per GPU hides it); it bounds runs where one thread drives G GPUs (nccl-tests
-    # -g G: back-to-back calls take at least G launches each). 0 = unknown.
-    launch_us_per_gpu: float = 0.0
-    # Cross-domain all-to-all: fraction of every rank's NIC reached at 2 domains, and the
-    # exponent of its decay with more domains (efficiency × (2/domains)^decay).
-    alltoall_efficiency: float = 1.0
-    alltoall_decay: float = 0.0
-    # p2p inside a node (send/recv, all-to-all): chunk times to fill the copy-in/copy-out
-    # pipeline of each channel's FIFO (one chunk: the receiver waits for the first one).
-    p2p_fill_chunks: float = 1.0
-    # The platform's NCCL set-up, as NCCL reads NCCL_ALGO / NCCL_PROTO (canonical names, in
-    # NCCL's order; None = not set: everything NCCL would consider) and NCCL_NVLS_ENABLE.
-    nccl_algorithms: tuple[str, ...] | None = None
-    nccl_protocols: tuple[str, ...] | None = None
-    nvls_enabled: bool = True
-    # The NCCL release the platform runs ("2.26.2"; None: the release whose tables the model
-    # follows, 2.30.7): NCCL's tuner constants change between releases, so does its choice.
-    nccl_version: str | None = None
-    # The latency (µs) the platform's network plugin reports to NCCL (ncclNetProperties_t
-    # .latency): NCCL's tuner adds it to every network step, twice for Simple (tuning.cc:389-391),
-    # so it steers NCCL's choice of algorithm and protocol; not wall time. 0: NCCL's own IB and
-    # socket transports report 0 (net_ib/init.cc:558, net_socket.cc:174).
-    net_plugin_latency_us: float = 0.0
-    # NCCL_BUFFSIZE: the Simple protocol's buffer per connection (bytes; NCCL's default 4 MiB,
-    # init.cc:813). A Simple step is an eighth of it (NCCL_STEPS), and so is a tree chunk, so it
-    # sets how many bytes a tree pipeline loop carries and how long the tree takes to fill.
-    nccl_buffsize: int = DEFAULT_BUFFSIZE
-    # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
-    spare_nodes_per_nvlink_domain: int = 0
-    torus: TorusSpec | None = None
-    description: str = ""
-    sources: tuple[str, ...] = ()
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)
-        object.__setattr__(self, "_hash", hash(values))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    @property
-    def nic_gb_per_s(self) -> float:
-        """Effective bytes/s (GB/s) one NIC delivers to a stream."""
-        return self.nic_gbit_per_s / 8.0 * self.nic_efficiency
-
-    @property
-    def nvlink_ring_gb_per_s(self) -> float:
-        """Effective per-GPU NVLink bandwidth a ring reaches (its busbw)."""
-        return self.nvlink_gb_per_s * self.nvlink_efficiency
-
-    @property
-    def is_torus(self) -> bool:
-        return self.torus is not None
 
 
 # Optional numeric fields: (low, high) accepted range; absent means the dataclass default.
