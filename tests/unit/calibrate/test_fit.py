@@ -18,7 +18,9 @@ from fabricfit.calibrate.fit import (
     fit_to_fixpoint,
     measurements_from_log,
     predict,
+    row_timing,
 )
+from fabricfit.calibrate.logs import parse_log
 from fabricfit.cost import Collective
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, get_profile
 
@@ -190,6 +192,8 @@ class Row:
     size_bytes: int
     out_time_us: float
     out_busbw_gb_per_s: float
+    in_time_us: float | None = None
+    in_busbw_gb_per_s: float | None = None
 
 
 @dataclass
@@ -225,6 +229,26 @@ def test_measurements_from_a_parsed_log() -> None:
         measurements_from_log(log, nodes=3, gpus_per_node=8)
     with pytest.raises(FitError, match="--nodes"):
         measurements_from_log(dataclasses.replace(log, ranks=None, nodes=None))
+
+
+def test_a_row_is_timed_at_the_faster_of_its_two_columns() -> None:
+    """nccl-tests times each size twice (out-of-place, in-place); a stall in either only adds
+    time, so a row is the faster of the two, whichever column it is in."""
+    assert row_timing(Row(8, 68.5, 0.0, 24.7, 0.01)) == (0.01, 24.7)
+    assert row_timing(Row(8, 24.7, 0.01, 68.5, 0.0)) == (0.01, 24.7)
+    assert row_timing(Row(8, 30.0, 1.0)) == (1.0, 30.0)  # no in-place column
+    assert row_timing(Row(8, 30.0, 1.0, 0.0, 0.0)) == (1.0, 30.0)  # in-place not run
+    log = Log("ar.log", Collective.ALL_REDUCE, 16, 2, None, (Row(8, 68.5, 0.0, 24.7, 0.01),))
+    (m,) = measurements_from_log(log)
+    assert (m.time_us, m.busbw_gb_per_s) == (24.7, 0.01)
+
+
+def test_a_published_warm_up_stall_does_not_make_the_row() -> None:
+    """NVIDIA/nccl-tests#309, 2x8 H100: the first call (8 B) took 68.52 us out of place and
+    24.70 us in place, its neighbours ~25 us."""
+    text = (FIXTURES / "nccl-tests" / "h100-2x8-qoofyk-all-reduce.log").read_text()
+    first = measurements_from_log(parse_log(text, "qoofyk.log", Collective.ALL_REDUCE))[0]
+    assert (first.size_bytes, first.time_us) == (8, 24.70)
 
 
 def test_one_thread_driving_several_gpus_is_launch_bound() -> None:

@@ -25,22 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MEDIAN_LIMIT, WORST_LIMIT, LATENCY_LIMIT = 0.15, 0.45, 2.5
 # Bands the model is known to miss, with why: printed (MISSED in the table), reported in the
 # README, exempt here so CI guards every other band. A band leaves this list when it is fixed.
-KNOWN_MISS_BANDS = {
-    ("64KiB-16MiB", "1 domain", "all-reduce"): "together-ring all-reduce (calibration): one"
-    " 512 KiB row at 69 us between 38 and 47 us neighbours (a timing spike)",
-    ("64KiB-16MiB", "2-4 domains", "all-reduce"): "2x8 cloud runs: GCP A3 Mega at 16 MiB"
-    " (held out, 45 %: 978 us between 572 and 1,060 at 8 and 32 MiB, where Google's tuner plugin,"
-    " config unpublished, chooses); AWS p5 runs tree LL128 at 2-16 MiB 12-33 % slower than the"
-    " model's tree (cited bandwidths and fills: p5's calibration rows are <= 64 KiB); the 4x8"
-    " H100 VM run of nccl-tests#309 at 2 MiB (113 %: 191 us between 82 and 151 us neighbours)",
-    ("<=64KiB", "2-4 domains", "all-reduce"): "2x8 and 4x8 H100 IB runs (nccl-tests#309, held"
-    " out): each run's first call (8 B) and its 256 B row take 68-108 us between 25-35 us"
-    " neighbours (3.3-4.6x; warm-up, the in-place column shows 25-36 us), the 512 B rows"
-    " 1.6-2.2x; the rest 1.1-1.5x, the model's 2-node latency below theirs",
-    ("16-256MiB", "2-4 domains", "all-reduce"): "OCI A100 2x8 over 16x 100G RoCE through SR-IOV"
-    " (held out): 28-62 % slower predicted at 16-128 MiB than measured; dgx-a100 models 8x 200G"
-    " HDR IB and has no mid-size multi-node calibration rows",
-}
+KNOWN_MISS_BANDS: dict[tuple[str, str, str], str] = {}
 
 
 def _read(relative: str) -> str:
