@@ -25,7 +25,12 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MEDIAN_LIMIT, WORST_LIMIT, LATENCY_LIMIT = 0.15, 0.45, 2.5
 # Bands the model is known to miss, with why: printed (MISSED in the table), reported in the
 # README, exempt here so CI guards every other band. A band leaves this list when it is fixed.
-KNOWN_MISS_BANDS: dict[tuple[str, str, str], str] = {}
+KNOWN_MISS_BANDS: dict[tuple[str, str, str], str] = {
+    ("16-256MiB", ">=8 domains", "all-gather"): "10 nodes x 2 and x 4 H100 (xxrjun, held out):"
+    " 8-36 % faster than predicted at 32-256 MiB. The model charges every step of a ring across"
+    " NICs the network step (14 us Simple, 7 us LL128: the steps run in lock-step), which the same"
+    " cluster's 10x8 run bears out; at 2 and 4 GPUs per node the runs take 2-5 us per step",
+}
 
 
 def _read(relative: str) -> str:
