@@ -38,7 +38,9 @@ bandwidth of the tiers the group crosses:
   carrying one NVLink's worth (topo.h), at most the NVLink path, through a chunk pipeline
   that takes d chunk times to fill; across domains one NIC (PXN keeps it on-rail; nccl 2.12
   blog) at most the peer's p2p channels × 14 GB/s × NIC efficiency
-  (``p2p.p2p_channels_per_peer``: NCCL gives a peer fewer channels as the communicator grows);
+  (``p2p.p2p_channels_per_peer``: NCCL gives a peer fewer channels as the communicator grows),
+  at the profile's all-to-all efficiency: both are p2p ops across NICs, moved in NCCL's
+  128 KiB p2p network chunks (NCCL_P2P_NET_CHUNKSIZE), and send-recv has no incast to decay it;
 * hierarchical (AR, only when forced): intra RS, inter AR, intra AG as sequential phases. NCCL
   does not implement it, so ``auto`` never picks it; it stays as a what-if for ``--algorithm``.
 """
@@ -393,14 +395,16 @@ def pairwise_alltoall(
 
 
 def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> list[Candidate]:
-    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail). Inside one
-    node the op runs on the channels NCCL gives it for its size (``p2p.p2p_nvlink_channels``),
-    each moving one NVLink's worth, through a chunk pipeline (``p2p.p2p_nvlink_fill``)."""
+    """p2p: NVLink inside a domain, one NIC across (PXN keeps it on the peer's rail) at the
+    all-to-all efficiency of p2p across NICs. Inside one node the op runs on the channels NCCL
+    gives it for its size (``p2p.p2p_nvlink_channels``), each moving one NVLink's worth,
+    through a chunk pipeline (``p2p.p2p_nvlink_fill``)."""
     multi = shape.multi_domain
     tier = t.p2p_tier if multi else "nvlink"
     peer, fill, protocols = t.one_nic_gb_per_s, 1.0, nccl.DEFAULT_PROTOCOLS
     if multi:
         peer = min(peer, p2p.p2p_peer_gb_per_s(shape, profile, t.channels))
+        peer *= profile.alltoall_efficiency
     elif shape.nodes == 1:
         channels = p2p.p2p_nvlink_channels(size, shape.ranks)
         per_channel = p2p.P2P_CHANNEL_NVLINK_GB_PER_S.get(profile.arch, peer)

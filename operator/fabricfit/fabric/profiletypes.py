@@ -19,12 +19,13 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   and of each tree stage between domains (``stage_fill_loops``; NVLS-tree's stages have their
   own, ``nvls_tree_stage_fill_loops``, which a profile file that omits it takes from
   ``stage_fill_loops``), the share of NVLS bandwidth NVLS-tree's NVLink stage keeps
-  (``nvls_tree_efficiency``), the cross-domain all-to-all efficiency and its decay with domain
-  count (``alltoall_efficiency``, ``alltoall_decay``), the fill of an intra-node p2p channel's
-  chunk pipeline (``p2p_fill_chunks``), and the host's launch time per GPU
-  (``launch_us_per_gpu``, only for reading nccl-tests runs where one thread drives several
-  GPUs). Their defaults are NCCL's own constants or
-  neutral values, so a profile written before they existed still loads and means the same;
+  (``nvls_tree_efficiency``), the efficiency of p2p across NICs (send-recv; all-to-all at two
+  domains) and the decay of all-to-all's with domain count (``alltoall_efficiency``,
+  ``alltoall_decay``), the fill of an intra-node p2p channel's chunk pipeline
+  (``p2p_fill_chunks``), and the host's launch time per GPU (``launch_us_per_gpu``, only for
+  reading nccl-tests runs where one thread drives several GPUs). Their defaults are NCCL's own
+  constants or neutral values, so a profile written before they existed still loads and means
+  the same;
 * optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
   ``nvls_enabled``): what its documented NCCL environment lets NCCL run (``NCCL_ALGO``,
   ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``). Unset, NCCL considers everything it would by default;
@@ -122,8 +123,8 @@ class FabricProfile:
     # process per GPU hides it); it bounds runs where one thread drives G GPUs (nccl-tests
     # -g G: back-to-back calls take at least G launches each). 0 = unknown.
     launch_us_per_gpu: float = 0.0
-    # Cross-domain all-to-all: fraction of every rank's NIC reached at 2 domains, and the
-    # exponent of its decay with more domains (efficiency × (2/domains)^decay).
+    # p2p across NICs: fraction of the NIC a send-recv peer and a cross-domain all-to-all at 2
+    # domains reach, and the exponent of all-to-all's decay with more (× (2/domains)^decay).
     alltoall_efficiency: float = 1.0
     alltoall_decay: float = 0.0
     # p2p inside a node (send/recv, all-to-all): chunk times to fill the copy-in/copy-out
