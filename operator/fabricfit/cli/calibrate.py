@@ -120,7 +120,10 @@ def render_table(result: FitResult) -> str:
             f"{m.collective.value:<15}{f'{m.nodes}x{m.gpus_per_node}':>8}{m.size_bytes:>17,}"
             f"{m.busbw_gb_per_s:>11.2f}{row.predicted_busbw_gb_per_s:>11.2f}{row.error:>+9.1%}"
         )
-    lines.append("busbw in GB/s; error = predicted/measured - 1")
+    lines.append(
+        "busbw in GB/s, measured at the faster of out-of-place and in-place;"
+        " error = predicted/measured - 1"
+    )
     lines.append(
         f"fitted {len(result.rows)} rows: median |error| {result.median_abs_error:.1%}, "
         f"worst {result.worst_abs_error:.1%}"
