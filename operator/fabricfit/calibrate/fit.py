@@ -181,7 +181,7 @@ def row_timing(row: _Row) -> tuple[float, float]:
     """(busbw GB/s, time µs) of a result row: the faster of its out-of-place and in-place timings.
     nccl-tests times the same call at the same size twice; a stall in one of them (the first
     call's warm-up, other traffic) only ever adds time, while from 16 MiB the median ratio of
-    the two is within ~1 % of 1 on every published log here (in-place all-gather ~1 % faster:
+    the two is within 2 % of 1 on every judged log here (in-place all-gather ~1 % faster:
     it skips the local copy)."""
     inside = row.in_time_us
     if inside is not None and 0 < inside < row.out_time_us:
