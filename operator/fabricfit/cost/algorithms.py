@@ -10,9 +10,10 @@ bandwidth of the tiers the group crosses:
 
 * ring (AR: 2(n−1) steps, RS/AG: n−1, broadcast/reduce: a pipelined chain): bandwidth-optimal,
   latency linear in n, every step of a cross-domain ring charged at the network hop (a Simple
-  step twice: its receive waits for the GPUDirect flush). Across domains the ring runs in the
-  protocol NCCL's tuner picks from its own constants (``nccl_ring_protocol``), not the one
-  fastest in wall time: on 10 H100 nodes Simple from ~240 MB, slower there than LL128 would be;
+  step twice where its receive waits for the GPUDirect flush: Ampere, or NCCL before 2.19).
+  Across domains the ring runs in the protocol NCCL's tuner picks from its own constants
+  (``nccl_ring_protocol``), not the one fastest in wall time: on 10 H100 nodes Simple from
+  ~240 MB;
 * tree (AR, only across domains): NCCL's double binary tree plus a chain inside each domain,
   latency logarithmic in the number of domains. Auto selection uses NCCL's tuner bandwidth:
   channels × per-channel bandwidth (doubled at 2 domains, search.cc), ×0.92, capped per channel
@@ -153,8 +154,7 @@ def nccl_ring_protocol(
 ) -> int:
     """The protocol NCCL's tuner runs a cross-domain ring in: its constants, not wall time. On 10
     H100 nodes it keeps LL128 for all-gather up to ~240 MB and then switches to Simple, whose
-    steps pay a flush round across NICs (``nccl.NET_HOP_ROUNDS``), so 256 MiB runs slower than
-    128 MiB's trend (xxrjun 10x8 all-gather and reduce-scatter)."""
+    steps pay a flush round across NICs where NCCL still flushes (``nccl.gpudirect_flush``)."""
     seen = _tuner_tiers(shape, profile, t)
     return min(
         t.protocols, key=lambda p: _nccl_ring_s(size, shape, profile, seen, schedule, proto=p)

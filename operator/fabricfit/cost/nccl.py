@@ -63,11 +63,15 @@ NET_US: Final[dict[str, tuple[float, float, float]]] = {
 # sendProxyProgress @5067397c), so an LL128 step waits on the NIC as long as a Simple one. NCCL's
 # tuner gives LL128 its own lower constant; that stays in NCCL's choice, not in wall time.
 NET_HOP_PROTOCOL: Final = (LL, SIMPLE, SIMPLE)
-# Network rounds per step: a Simple receive is handed to the GPU only after the proxy's GPUDirect
-# flush, a read back through the NIC (net.cc recvProxyProgress); LL and LL128 carry their own
-# flags and need none. NCCL's tuner charges Simple the net latency twice for it ("Also add the
-# flush extra latency", tuning.cc:388-389 @5067397c).
-NET_HOP_ROUNDS: Final = (1.0, 1.0, 2.0)
+# A Simple receive across NICs is handed to the GPU only after the proxy's GPUDirect flush, a read
+# back through the NIC (net.cc recvProxyProgress): a second network round per step. LL and LL128
+# carry their own flags and need none. NCCL flushes on Ampere and earlier, and on Hopper and later
+# only before 2.19 (NCCL_NET_FORCE_FLUSH defaulted to 1 in v2.18.5-1, 0 from v2.19.1-1;
+# paths.cc ncclTopoNeedFlush @5067397c: compute capability < 9.0, or a DataDirect NIC reached
+# over Grace's C2C, which no preset here has). NCCL's tuner charges Simple the net latency twice
+# whatever the GPU ("Also add the flush extra latency", tuning.cc:388-389): its choice only.
+FLUSH_ARCHS: Final = frozenset({"ampere"})
+NO_FLUSH_FROM_RELEASE: Final = (2, 19, 1)
 # Channel speeds NCCL's ring search tries across nodes, fastest first (search.cc speedArrayInter).
 SPEEDS_INTER: Final = {
     "ampere": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
@@ -360,6 +364,7 @@ class Tiers(NamedTuple):
     net_scale: float  # wall-time network step / NCCL's
     net_base_us: float  # per call once NICs are crossed
     spine_us: float  # extra switch latency per network step
+    simple_net_rounds: float  # network rounds of a Simple step: 2 with the GPUDirect flush
     protocols: tuple[int, ...]  # collectives' protocols (the platform's NCCL_PROTO)
     algorithms: frozenset[str]  # collectives' algorithms (NCCL_ALGO, NCCL_NVLS_ENABLE)
 
@@ -389,6 +394,7 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float, *, forced: boo
         net_scale=profile.net_hop_latency_us / NCCL_NET_HOP_US,
         net_base_us=profile.net_base_latency_us if multi else 0.0,
         spine_us=spine_extra_us(shape, profile),
+        simple_net_rounds=2.0 if gpudirect_flush(profile) else 1.0,
         protocols=protocols(profile),
         algorithms=algorithms(profile, forced=forced),
     )
@@ -411,9 +417,16 @@ def ring_latency_us(
 
 def net_hop_us(t: Tiers, algorithm: str, proto: int) -> float:
     """Wall time of one step across NICs: the protocol's proxy hand-off (``NET_HOP_PROTOCOL``)
-    and, for Simple, the flush round (``NET_HOP_ROUNDS``), plus the spine's switches."""
+    plus the spine's switches, twice for Simple where its receive waits for the GPUDirect
+    flush (``gpudirect_flush``)."""
     hop = NET_US[algorithm][NET_HOP_PROTOCOL[proto]] * t.net_scale + t.spine_us
-    return NET_HOP_ROUNDS[proto] * hop
+    return (t.simple_net_rounds if proto == SIMPLE else 1.0) * hop
+
+
+def gpudirect_flush(profile: FabricProfile) -> bool:
+    """Whether NCCL flushes a GPUDirect receive across NICs on this platform: always on Ampere
+    and earlier, on newer GPUs only before 2.19 (``FLUSH_ARCHS``, ``NO_FLUSH_FROM_RELEASE``)."""
+    return profile.arch in FLUSH_ARCHS or nccl_release(profile) < NO_FLUSH_FROM_RELEASE
 
 
 def tuner_net_hop_us(algorithm: str, proto: int, profile: FabricProfile) -> float:
