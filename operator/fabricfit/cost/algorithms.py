@@ -249,7 +249,7 @@ def tree_allreduce(
     out = []
     for proto in t.protocols:
         intra = nccl.NVLINK_US["tree"][proto] * t.nvlink_scale
-        inter = nccl.NET_US["tree"][nccl.NET_HOP_PROTOCOL[proto]] * t.net_scale + t.spine_us
+        inter = nccl.net_hop_us(t, "tree", proto)
         hops = (shape.max_per_domain - 1) * intra + log_domains * inter
         lat = (nccl.BASE_US["tree"][proto] * t.base_scale + t.net_base_us + 2 * hops) * US
         tuner = _tree_tuner_alg_gb_per_s(shape, profile, t, proto)
@@ -319,7 +319,7 @@ def nvls_tree_allreduce(
     stages = profile.nvls_tree_stage_fill_loops * 2 * levels
     fill = _fill_s(size, intra_s, profile.pipeline_fill_loops, loop)
     fill += _fill_s(size, inter_s, stages, loop)
-    inter_hop = nccl.NET_US["nvls-tree"][SIMPLE] * t.net_scale + t.spine_us
+    inter_hop = nccl.net_hop_us(t, "nvls-tree", SIMPLE)
     lat = profile.nvls_latency_us + t.net_base_us + 2 * levels * inter_hop
     bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
     seconds = transfer + fill
@@ -345,7 +345,7 @@ def pat(size: int, shape: GroupShape, t: Tiers) -> list[Candidate]:
     allowed = "pat" in t.algorithms and SIMPLE in t.protocols
     if shape.nodes != n or not shape.multi_domain or not allowed:
         return []
-    net = nccl.NET_US["pat"][SIMPLE] * t.net_scale + t.spine_us
+    net = nccl.net_hop_us(t, "pat", SIMPLE)
     base = nccl.BASE_US["pat"][SIMPLE] * t.base_scale + t.net_base_us
     lat = base + nccl.log2_domains(shape) * net / 3.5 + 2.8 * n * t.nvlink_scale
     transfer = (n - 1) / n * size / (t.ring_gb_per_s * nccl.PAT_FACTOR * GB)
