@@ -33,7 +33,8 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
   NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value),
   ``nccl_buffsize`` (``NCCL_BUFFSIZE``: the Simple buffer, whose eighth is a tree chunk) and
-  ``nccl_version``, the NCCL release it runs (its tuner's constants choose, not 2.30.7's);
+  ``nccl_version``, the NCCL release it runs (its tuner's constants choose, not 2.30.7's; before
+  2.19 a Simple step across NICs also waits for the GPUDirect flush on every GPU);
 * optional ``nic_ports_per_rail``: NIC ports behind each rail (1; 2 on OCI's A100 machines,
   16 ports of 100 Gb/s for 8 GPUs), which NCCL's tuner sees as NICs of their own;
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
