@@ -141,7 +141,8 @@ def _nccl_ring_s(
     (``_tuner_tiers``)."""
     steps, inter = schedule.steps, schedule.inter
     intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])
-    net = nccl.tuner_net_hop_us("ring", proto, profile)
+    one = shape.ranks == shape.domains
+    net = nccl.tuner_net_hop_us("ring", proto, profile, one_rank_per_node=one)
     lat = nccl.BASE_US["ring"][proto] + (steps - inter) * intra + inter * net
     if proto == SIMPLE and schedule.allreduce and size >= 64 * shape.ranks * max(t.channels, 1):
         lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR

@@ -117,6 +117,9 @@ PER_CHANNEL_NVLS_TREE: Final = {"hopper": (0.0, 57.7, 45.5), "blackwell": (0.0, 
 # v2.29.7-1, src/graph/tuning.cc): NVLS-tree's network hop was 14 µs until 2.28.7 (20.9 from
 # 2.28.9), and NVLS-tree had no per-channel bandwidth cap before 2.28 (perChMaxNVLSTreeBws).
 MODELLED_RELEASE: Final = (2, 30, 7)
+# From 2.23.4 NCCL's tuner charges every algorithm the tree's network hop when each node holds
+# one rank (tuning.cc "With ppn=1 latencies are fully exposed"; not in v2.22.3-1).
+EXPOSED_NET_HOP_FROM_RELEASE: Final = (2, 23, 4)
 NVLS_TREE_NET_US_UNTIL_2_28_7: Final = 14.0
 # Tree: Simple 0.92·busBw; LL busBw/3.8; LL128 ×120/128 across nodes; bus→alg ×0.5.
 TREE_SIMPLE_FACTOR: Final = 0.92
@@ -429,13 +432,17 @@ def gpudirect_flush(profile: FabricProfile) -> bool:
     return profile.arch in FLUSH_ARCHS or nccl_release(profile) < NO_FLUSH_FROM_RELEASE
 
 
-def tuner_net_hop_us(algorithm: str, proto: int, profile: FabricProfile) -> float:
+def tuner_net_hop_us(
+    algorithm: str, proto: int, profile: FabricProfile, *, one_rank_per_node: bool = False
+) -> float:
     """What NCCL's tuner charges one step across NICs when it chooses (tuning.cc:386-391
-    @5067397c): its network hop constant plus the latency the network plugin reports
-    (``net_plugin_latency_us``; search.cc:745 copies it into the graph), that once more for
-    Simple ("Also add the flush extra latency"). Choice only: wall time uses ``net_hop_us``."""
+    @5067397c): its network hop constant — the tree's for every algorithm when each node holds
+    one rank ("latencies are fully exposed", from 2.23.4) — plus the latency the network plugin
+    reports (``net_plugin_latency_us``; search.cc:745 copies it into the graph), that once more
+    for Simple ("Also add the flush extra latency"). Choice only: wall time uses ``net_hop_us``."""
     rounds = 2.0 if proto == SIMPLE else 1.0
-    hop = NET_US[algorithm][proto]
+    exposed = one_rank_per_node and nccl_release(profile) >= EXPOSED_NET_HOP_FROM_RELEASE
+    hop = NET_US["tree" if exposed else algorithm][proto]
     if algorithm == "nvls-tree" and nccl_release(profile) < (2, 28, 9):
         hop = NVLS_TREE_NET_US_UNTIL_2_28_7
     return hop + rounds * profile.net_plugin_latency_us

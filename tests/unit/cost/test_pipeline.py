@@ -187,6 +187,21 @@ def test_a_ring_across_domains_runs_in_the_protocol_nccl_picks(
     assert (est.algorithm, est.protocol) == ("ring", protocol)
 
 
+def test_with_one_rank_per_node_nccl_charges_a_ring_the_tree_network_hop() -> None:
+    one_per_node = GroupShape(10, 10, 10, 1, 1, 1, 1, 1, False, 1, True)
+    before = dataclasses.replace(H100, nccl_version="2.22.3")  # the rule arrived in 2.23.4
+    # NCCL's tuner: ring LL 2.7 µs and LL128 4.0 µs per network step, tree 5.0 and 8.5; with
+    # one rank per node it charges every algorithm the tree's
+    assert nccl.tuner_net_hop_us("ring", nccl.LL128, H100, one_rank_per_node=True) == 8.5
+    assert nccl.tuner_net_hop_us("ring", nccl.LL128, before, one_rank_per_node=True) == 4.0
+    assert nccl.tuner_net_hop_us("ring", nccl.LL128, H100) == 4.0
+    # which moves its protocol choice: 10 x 1 H100, 1 MiB all-reduce in LL, not LL128
+    now = estimate_shape(Collective.ALL_REDUCE, MIB, one_per_node, H100)
+    then = estimate_shape(Collective.ALL_REDUCE, MIB, one_per_node, before)
+    assert (now.algorithm, now.protocol) == ("ring", "LL")
+    assert (then.algorithm, then.protocol) == ("ring", "LL128")
+
+
 def test_send_recv_peers_get_fewer_p2p_channels_in_larger_communicators() -> None:
     def one_gpu_per_node(nodes: int) -> GroupShape:
         return GroupShape(nodes, nodes, nodes, 1, 1, 1, 1, 1, False, 1, True)
