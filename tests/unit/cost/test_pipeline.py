@@ -140,9 +140,7 @@ def test_a_larger_simple_buffer_fills_the_tree_longer_above_one_loop() -> None:
     assert seconds(1 << 30, 8 << 20, 1.0) > seconds(1 << 30, 1 << 22, 1.0)
 
 
-def test_an_ll128_step_across_nics_costs_a_simple_hop_and_simple_adds_a_flush_where_nccl_does() -> (
-    None
-):
+def test_a_step_across_nics_costs_a_simple_hop_plus_a_flush_where_nccl_flushes() -> None:
     def latency(profile: FabricProfile, proto: int) -> float:
         t = nccl.tiers(nodes_of_8(10), profile, 1.0)
         fixed = nccl.BASE_US["ring"][proto] * t.base_scale + t.net_base_us
