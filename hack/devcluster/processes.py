@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STOP_GRACE_SECONDS = 10.0
+# How long a process that stopped running its binary may take to finish exiting (see settle).
+EXIT_SETTLE_SECONDS = 5.0
 
 
 class ClusterError(Exception):
@@ -135,12 +137,28 @@ def wait_until(name: str, probe: object, started: Started, timeout_seconds: floa
         if probe():
             return
         if not is_ours(started.pid, started.binary):
+            settle(started.pid)
             raise ClusterError(
                 f"{name} exited during start-up: {last_line(Path(started.log))} "
                 f"(log: {started.log})"
             )
         time.sleep(0.25)
     raise ClusterError(f"{name} was not healthy after {timeout_seconds:.0f} s (log: {started.log})")
+
+
+def settle(pid: int, timeout_seconds: float = EXIT_SETTLE_SECONDS) -> None:
+    """Wait (briefly) until ``pid`` has exited, so that its last words are in its log. A process
+    no longer running its binary may still be running something else: a wrapper script runs
+    as its shell, and a binary that execs another has not written its error yet."""
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+        except OSError:
+            return
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            return
+        time.sleep(0.05)
 
 
 def last_line(log: Path) -> str:
