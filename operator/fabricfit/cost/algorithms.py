@@ -21,11 +21,11 @@ bandwidth of the tiers the group crosses:
   tree is chosen only when the NICs per channel are slower than the cap (D1). Once chosen (or
   forced) it is priced at what it really moves: the tier's rate / the edges of the busiest
   domain (``tree_edges``; nccl#1801 measured tree 1.2× ring on 3 domains), plus a pipeline
-  fill of ``stage_fill_loops`` loops per stage (``nccl.tree_stages``, up and down);
+  fill of ``stage_fill_loops`` loops per stage (``chunks.tree_stages``, up and down);
 * nvls (AR, RS, AG inside one domain with NVLink SHARP) and nvls-tree (AR across domains):
   in-switch reduction, with a pipeline-fill efficiency from NCCL's channel × head × chunk split
-  (``nccl.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
-  loops follow NCCL's NVLS-tree channels and chunks (``nccl.nvls_tree_tuning``); its NVLink
+  (``chunks.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
+  loops follow NCCL's NVLS-tree channels and chunks (``chunks.nvls_tree_tuning``); its NVLink
   stage runs at ``nvls_tree_efficiency`` of NVLS's rate, and the first loop fills NVLS at the
   NVLink rate, then ``nvls_tree_stage_fill_loops`` loops per tree level it climbs and descends
   between domains (2·⌈log2 domains⌉) at the network's rate, each stage at its own tier's pace;
@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fabricfit.cost import nccl, p2p
+from fabricfit.cost import chunks, nccl, p2p
 from fabricfit.cost.nccl import LL, LL128, SIMPLE, Tiers
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
@@ -224,7 +224,7 @@ def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: T
     if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or shape.max_per_domain < 2:
         return math.inf
     n, d = shape.ranks, shape.domains
-    channels, _ = nccl.nvls_tree_tuning(shape, profile)
+    channels, _ = chunks.nvls_tree_tuning(shape, profile)
     eff = nccl.NVLS_TUNER_EFFICIENCY.get(profile.arch, 0.85)
     intra = 2 * profile.nvlink_gb_per_s * eff * (channels - 1) / channels
     inter = (2.0 if d <= 2 else 1.0) * t.out_gb_per_s
@@ -259,8 +259,8 @@ def tree_allreduce(
         if shape.max_per_domain > 1 and chain < alg:
             alg, tier = chain, "nvlink"
         transfer = size / (alg * nccl.tree_correction(size, proto) * GB)
-        loop = nccl.tree_loop_bytes(size, shape, t.channels, proto, profile.nccl_buffsize)
-        stages = 2 * nccl.tree_stages(shape)
+        loop = chunks.tree_loop_bytes(size, shape, t.channels, proto, profile.nccl_buffsize)
+        stages = 2 * chunks.tree_stages(shape)
         transfer += _fill_s(size, transfer, profile.stage_fill_loops * stages, loop)
         out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier))
     return out
@@ -285,10 +285,10 @@ def nvls(
     m = shape.max_per_domain
     if not _runs(profile, t, "nvls") or shape.multi_domain or m < 2:
         return []
-    if collective_factor < 1.0 and m > nccl.NVLS_MAX_HEADS:
+    if collective_factor < 1.0 and m > chunks.NVLS_MAX_HEADS:
         return []
     transfer = size / (nccl.nvls_algbw_gb_per_s(m, profile) * GB)
-    loop = nccl.nvls_loop_bytes(size, nccl.nvls_channels(profile), min(m, 32))
+    loop = chunks.nvls_loop_bytes(size, chunks.nvls_channels(profile), min(m, 32))
     fill = _fill_s(size, transfer, profile.pipeline_fill_loops, loop)
     return [Candidate("nvls", "Simple", profile.nvls_latency_us * US, transfer + fill, "nvlink")]
 
@@ -302,7 +302,7 @@ def nvls_tree_allreduce(
     if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or m < 2:
         return []
     n = shape.ranks
-    channels, chunk = nccl.nvls_tree_tuning(shape, profile)
+    channels, chunk = chunks.nvls_tree_tuning(shape, profile)
     doubled = 2.0 if shape.domains <= 2 else 1.0
     cap = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)[nccl.node_index(shape)]
     inter_bus = min(doubled * t.out_gb_per_s, channels * cap)
@@ -313,7 +313,7 @@ def nvls_tree_allreduce(
     intra_bw = nccl.nvls_algbw_gb_per_s(m, profile) * profile.nvls_tree_efficiency
     intra_s = slow * size / (intra_bw * GB)
     transfer = max(intra_s, inter_s)
-    loop = nccl.nvls_tree_loop_bytes(size, channels, min(m, nccl.NVLS_MAX_HEADS), chunk)
+    loop = chunks.nvls_tree_loop_bytes(size, channels, min(m, chunks.NVLS_MAX_HEADS), chunk)
     # fill: the first loop crosses NVLS inside the domain, then one stage per tree level up and
     # down between domains, each stage at its own tier's rate (the slower tier sets the plateau)
     levels = nccl.log2_domains(shape)

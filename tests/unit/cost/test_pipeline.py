@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from fabricfit.cost import Collective, GroupShape, estimate_shape, nccl, p2p
+from fabricfit.cost import Collective, GroupShape, chunks, estimate_shape, nccl, p2p
 from fabricfit.fabric.profiles import FabricProfile, get_profile
 
 H100 = get_profile("dgx-h100")
@@ -28,17 +28,17 @@ def racks(domains: int) -> GroupShape:
 
 
 def test_nvls_tree_channels_and_chunks_follow_nccl() -> None:
-    assert nccl.nvls_tree_tuning(nodes_of_8(2), H100) == (16, 128 * KIB)
-    assert nccl.nvls_tree_tuning(nodes_of_8(4), H100) == (16, 64 * KIB)  # >= 4 nodes
-    assert nccl.nvls_tree_tuning(racks(2), NVL72) == (32, 64 * KIB)  # 2 nodes, ppn >= 16
-    assert nccl.nvls_tree_tuning(racks(20), NVL72) == (24, 128 * KIB)  # Grace tray NICs
-    assert nccl.nvls_tree_tuning(nodes_of_8(3), B200) == (24, 64 * KIB)  # NIC behind a switch
+    assert chunks.nvls_tree_tuning(nodes_of_8(2), H100) == (16, 128 * KIB)
+    assert chunks.nvls_tree_tuning(nodes_of_8(4), H100) == (16, 64 * KIB)  # >= 4 nodes
+    assert chunks.nvls_tree_tuning(racks(2), NVL72) == (32, 64 * KIB)  # 2 nodes, ppn >= 16
+    assert chunks.nvls_tree_tuning(racks(20), NVL72) == (24, 128 * KIB)  # Grace tray NICs
+    assert chunks.nvls_tree_tuning(nodes_of_8(3), B200) == (24, 64 * KIB)  # NIC behind a switch
     # the chunk shrinks to 64 KiB below 4 x ops x chunk and to 32 KiB below 1 x ops x chunk
     ops = 16 * 8
-    assert nccl.nvls_tree_loop_bytes(1 << 30, 16, 8, 128 * KIB) == ops * 128 * KIB
-    assert nccl.nvls_tree_loop_bytes(32 * MIB, 16, 8, 128 * KIB) == ops * 64 * KIB
-    assert nccl.nvls_tree_loop_bytes(4 * MIB, 16, 8, 128 * KIB) == ops * 32 * KIB
-    assert nccl.nvls_tree_loop_bytes(32 * MIB, 16, 8, 64 * KIB) == ops * 64 * KIB
+    assert chunks.nvls_tree_loop_bytes(1 << 30, 16, 8, 128 * KIB) == ops * 128 * KIB
+    assert chunks.nvls_tree_loop_bytes(32 * MIB, 16, 8, 128 * KIB) == ops * 64 * KIB
+    assert chunks.nvls_tree_loop_bytes(4 * MIB, 16, 8, 128 * KIB) == ops * 32 * KIB
+    assert chunks.nvls_tree_loop_bytes(32 * MIB, 16, 8, 64 * KIB) == ops * 64 * KIB
 
 
 def test_tree_fill_grows_with_the_stages_between_domains() -> None:
@@ -54,7 +54,7 @@ def test_tree_fill_grows_with_the_stages_between_domains() -> None:
         fill = {d: seconds(d, 1.0, algorithm) - seconds(d, 0.0, algorithm) for d in (2, 16)}
         assert 0 < fill[2] < fill[16], algorithm
     # NVLS-tree at 16 domains: 2 * 4 levels of one loop each on top of the domain's own fill
-    assert nccl.tree_stages(nodes_of_8(16)) == 4 + 0.8
+    assert chunks.tree_stages(nodes_of_8(16)) == 4 + 0.8
 
 
 def _nvls_tree_s(size: int, domains: int, **changes: float) -> float:
@@ -111,12 +111,12 @@ def test_nvls_tree_efficiency_scales_the_nvlink_stage_only() -> None:
 
 def test_a_tree_simple_chunk_is_an_eighth_of_nccl_buffsize() -> None:
     shape = nodes_of_8(2)
-    assert nccl.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 1 << 22) == 16 * 512 * KIB
-    assert nccl.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 8 << 20) == 16 * MIB
+    assert chunks.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 1 << 22) == 16 * 512 * KIB
+    assert chunks.tree_loop_bytes(1 << 30, shape, 16, nccl.SIMPLE, 8 << 20) == 16 * MIB
     # LL and LL128 have buffers of their own (NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE)
     for proto in (nccl.LL, nccl.LL128):
         small, large = (
-            nccl.tree_loop_bytes(1 << 30, shape, 16, proto, b) for b in (1 << 22, 8 << 20)
+            chunks.tree_loop_bytes(1 << 30, shape, 16, proto, b) for b in (1 << 22, 8 << 20)
         )
         assert small == large
 
