@@ -8,7 +8,10 @@ held-out and fitted rows apart. Also printed: leave-one-source-out (refit a pres
 source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
 predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted on its
 calibration rows; ``--write-presets`` writes those fitted numbers into
-``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made). The
+``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made);
+``--write-regimes`` writes each regime's summary into the package
+(``operator/fabricfit/calibrate/measured-accuracy.json``: ``fabricfit cost`` prints the one its
+prediction falls in; a unit test fails while the file is stale). The
 fit starts from the values in the file and runs to its fixpoint, so running it again changes
 nothing; it fits only the fields the calibration rows constrain, and a field they do not
 constrain that an earlier fit moved (its comment says so) goes back to its value before that
@@ -19,13 +22,15 @@ field whose comment reads "as ORIGIN (fitted there)" (the cloud machines' NVLink
 gcp-a3-mega, azure-nd-h100-v5 from dgx-h100, gcp-a4 from dgx-b200, oci-bm-gpu4-8 from dgx-a100)
 is written at ORIGIN's fit and held there when the preset's own rows are fitted.
 
-Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]``
+Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]
+[--write-regimes]``
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 import sys
 from pathlib import Path
@@ -35,11 +40,14 @@ from fabricfit.calibrate import accuracy
 from fabricfit.calibrate.dataset import load_cases
 from fabricfit.calibrate.fields import FITTABLE, fittable_fields
 from fabricfit.calibrate.fit import FitResult, Measurement, fit_to_fixpoint
+from fabricfit.calibrate.regimes import accuracy_document
 from fabricfit.fabric.profiles import PRESETS, FabricProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
+REGIMES_FILE = ROOT / "operator" / "fabricfit" / "calibrate" / "measured-accuracy.json"
+
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
 # Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
 # How a preset line says its value was fitted: "(was OLD: why)" or "(default OLD)" follows.
@@ -272,6 +280,12 @@ def _args(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="write the refitted numbers into operator/fabricfit/fabric/presets/*.yaml",
     )
+    parser.add_argument(
+        "--write-regimes",
+        action="store_true",
+        help=f"write each regime's accuracy into {REGIMES_FILE.relative_to(ROOT)}",
+    )
+
     return parser.parse_args(argv)
 
 
@@ -292,6 +306,10 @@ def main(argv: list[str]) -> int:
         )
     )
     print(accuracy.render_transfers("small to large:", accuracy.small_to_large(cases, PRESETS)))
+    if args.write_regimes:
+        doc = accuracy_document((b.summary() for b in bands), len(judged))
+        REGIMES_FILE.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {REGIMES_FILE.relative_to(ROOT)}")
     if args.fit or args.write_presets:
         results = fit_presets(cases)
         print_fits(results)

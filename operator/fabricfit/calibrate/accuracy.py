@@ -25,14 +25,16 @@ from typing import Any
 
 from fabricfit.calibrate.fields import LATENCY_MAX_BYTES
 from fabricfit.calibrate.fit import FitRow, Measurement, fit_profile, measured_seconds, predict
+from fabricfit.calibrate.regimes import (
+    SCOPES,
+    SIZE_BANDS,
+    RegimeAccuracy,
+    domains_spanned,
+    scope,
+    size_band,
+)
 from fabricfit.cost.collectives import Collective
 from fabricfit.fabric.profiles import FabricProfile
-
-MIB = 1 << 20
-SIZE_BANDS = ("<=64KiB", "64KiB-16MiB", "16-256MiB", ">=256MiB")
-SCOPES = ("1 domain", "2-4 domains", "5-7 domains", ">=8 domains", "tpu")
-# Targets (judged on the printed table, held-out rows included).
-TARGET_MEDIAN, TARGET_WORST, TARGET_LATENCY_RATIO = 0.10, 0.30, 1.5
 
 
 @dataclass(frozen=True)
@@ -63,27 +65,13 @@ class Judged:
         return abs(self.row.error)
 
 
-def size_band(size_bytes: int) -> str:
-    if size_bytes <= LATENCY_MAX_BYTES:
-        return SIZE_BANDS[0]
-    if size_bytes <= 16 * MIB:
-        return SIZE_BANDS[1]
-    return SIZE_BANDS[2] if size_bytes < 256 * MIB else SIZE_BANDS[3]
-
-
 def domains_of(m: Measurement, profile: FabricProfile) -> int:
-    per_domain = m.nodes_per_domain or max(
-        1, profile.gpus_per_nvlink_domain // profile.gpus_per_node
-    )
-    return -(-m.nodes // per_domain)
+    return domains_spanned(m.nodes, profile, m.nodes_per_domain)
 
 
 def scope_of(m: Measurement, profile: FabricProfile) -> str:
     """NVLink domains spanned; TPU rows (a torus, no NCCL) form a scope of their own."""
-    if profile.is_torus:
-        return SCOPES[4]
-    d = domains_of(m, profile)
-    return SCOPES[0] if d == 1 else SCOPES[1] if d <= 4 else SCOPES[2] if d < 8 else SCOPES[3]
+    return scope(domains_of(m, profile), profile)
 
 
 def parse_cases(doc: Any) -> list[Case]:
@@ -172,10 +160,23 @@ class Band:
         return len(scores), statistics.median(scores), max(scores)
 
     def meets_targets(self) -> bool:
+        return self.summary().meets_targets
+
+    def summary(self) -> RegimeAccuracy:
         n, median, worst = self.stats()
-        if self.latency:
-            return worst <= TARGET_LATENCY_RATIO
-        return worst <= TARGET_WORST and (n < 3 or median <= TARGET_MEDIAN)
+        _, held_median, held_worst = self.stats(False)
+        fitted = len(self.fitted)
+        return RegimeAccuracy(
+            self.size,
+            self.scope,
+            self.collective,
+            n,
+            fitted,
+            median,
+            worst,
+            held_median,
+            held_worst,
+        )
 
 
 def band_table(judged: Iterable[Judged], profiles: Mapping[str, FabricProfile]) -> list[Band]:

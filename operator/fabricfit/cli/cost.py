@@ -4,7 +4,9 @@ The ranks are the first G GPUs of each of N nodes, nodes packed into NVLink doma
 (a gb200-nvl72 node is a 4-GPU compute tray, 18 per NVL72 domain; a TPU node is a host of 4
 chips in one slice). GPU j of a node uses rail ``j·K/gpus_per_node``; nodes form rail groups of
 256 GPUs rounded up to whole NVLink domains (a DGX SuperPOD scalable unit: 32 DGX nodes under 8
-rail leaves, scaling-book gpus.md) under one spine. Imports no kopf and no Kubernetes client.
+rail leaves, scaling-book gpus.md) under one spine. The output ends with how right the model
+was on the published rows of the prediction's regime (``cli.regimes``). Imports no kopf and no
+Kubernetes client.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import argparse
 import dataclasses
 import json
 
+from fabricfit.calibrate.regimes import RegimeAccuracy
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cli.fabrics import read_profile_file
+from fabricfit.cli.regimes import measured_accuracy
 from fabricfit.cost import Collective, CollectiveEstimate, CostError, estimate_collective
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError, get_profile
@@ -140,7 +144,12 @@ def build_group(profile: FabricProfile, nodes: int, gpus: int) -> list[GpuSlot]:
     return slots
 
 
-def _render(profile: FabricProfile, estimate: CollectiveEstimate, args: argparse.Namespace) -> str:
+def _render(
+    profile: FabricProfile,
+    estimate: CollectiveEstimate,
+    args: argparse.Namespace,
+    found: RegimeAccuracy | None,
+) -> str:
     rows = [
         ("fabric", profile.name),
         ("collective", f"{estimate.collective.value}, {estimate.size_bytes:,} bytes per rank"),
@@ -150,6 +159,7 @@ def _render(profile: FabricProfile, estimate: CollectiveEstimate, args: argparse
         ("algbw", f"{estimate.algbw_gb_per_s:,.2f} GB/s"),
         ("busbw", f"{estimate.busbw_gb_per_s:,.2f} GB/s"),
         ("bottleneck", estimate.bottleneck),
+        ("measured", found.describe() if found else "no published rows in this regime"),
     ]
     return "\n".join(f"{key:<11} {value}" for key, value in rows)
 
@@ -171,6 +181,7 @@ def execute(args: argparse.Namespace) -> int:
         estimate = estimate_collective(collective, size, group, profile, algorithm=args.algorithm)
     except CostError as err:
         raise UsageError(str(err)) from None
+    found = measured_accuracy(collective, size, args.nodes, profile)
     if args.json:
         body = {
             "fabric": profile.name,
@@ -185,8 +196,9 @@ def execute(args: argparse.Namespace) -> int:
             "algbw_gb_per_s": estimate.algbw_gb_per_s,
             "busbw_gb_per_s": estimate.busbw_gb_per_s,
             "bottleneck": estimate.bottleneck,
+            "accuracy": found.record() if found else None,
         }
         print(json.dumps(body, sort_keys=True))
     else:
-        print(_render(profile, estimate, args))
+        print(_render(profile, estimate, args, found))
     return EXIT_OK

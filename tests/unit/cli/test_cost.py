@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,8 +56,46 @@ def test_human_output_is_a_small_table(capsys: pytest.CaptureFixture[str]) -> No
         "algbw",
         "busbw",
         "bottleneck",
+        "measured",
     ]
     assert "nvls" in out and "GB/s" in out
+
+
+def test_prediction_says_how_right_the_model_was_in_its_regime(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The regime's summary from the published rows: 1 GiB all-reduce inside one H100 node is
+    a band with dozens of rows; broadcast has none."""
+    code, out, _ = run([*BASE, "--nodes", "1", "--gpus-per-node", "8", "--json"], capsys)
+    found = json.loads(out)["accuracy"]
+    assert code == 0 and found["metric"] == "busbw_error"
+    assert (found["size_band"], found["scope"], found["collective"]) == (
+        ">=256MiB",
+        "1 domain",
+        "all-reduce",
+    )
+    assert found["rows"] >= 20 and 0 < found["fitted_rows"] < found["rows"]
+    assert 0 <= found["median"] <= found["worst"] < 1
+    code, out, _ = run([*BASE, "--nodes", "1", "--gpus-per-node", "8"], capsys)
+    assert f"over {found['rows']} published rows ({found['fitted_rows']} fitted)" in out
+    latency = [*BASE[:-1], "8KiB", "--nodes", "2", "--gpus-per-node", "8", "--json"]
+    code, out, _ = run(latency, capsys)
+    found = json.loads(out)["accuracy"]
+    assert (found["metric"], found["scope"]) == ("time_ratio", "2-4 domains")
+    assert found["median"] >= 1
+    broadcast = ["cost", "--fabric", "dgx-h100", "--collective", "broadcast", "--size", "1MiB"]
+    code, out, _ = run([*broadcast, "--nodes", "2", "--gpus-per-node", "8", "--json"], capsys)
+    assert (code, json.loads(out)["accuracy"]) == (0, None)
+    code, out, _ = run([*broadcast, "--nodes", "2", "--gpus-per-node", "8"], capsys)
+    assert "measured    no published rows in this regime" in out
+
+
+def test_readme_quotes_the_measured_line_cost_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    argv = ["cost", "--fabric", "dgx-h100", "--collective", "all-gather", "--size", "64MiB"]
+    code, out, _ = run([*argv, "--nodes", "10", "--gpus-per-node", "8"], capsys)
+    assert code == 0 and f"fabricfit {' '.join(argv)} --nodes 10 --gpus-per-node 8" in readme
+    assert out.splitlines()[-1] in readme.splitlines()
 
 
 def test_gb200_nodes_are_trays_and_two_racks_cross_the_network(

@@ -13,12 +13,15 @@ model, not NCCL's) are printed with their verdict but not asserted here.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from fabricfit.calibrate import accuracy
 from fabricfit.calibrate.dataset import load_cases
+from fabricfit.calibrate.regimes import accuracy_document
+from fabricfit.cli.regimes import ACCURACY_FILE
 from fabricfit.fabric.profiles import PRESETS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -74,6 +77,16 @@ def test_model_matches_published_measurements_by_regime(
         print("\n" + table)
     bad = _violations(bands)
     assert not bad, "\n".join([*bad, table])
+
+
+def test_shipped_regime_summaries_are_current() -> None:
+    """``fabricfit cost`` quotes the package's copy of this table: it must be today's."""
+    bands = accuracy.band_table(JUDGED, PRESETS)
+    fresh = json.loads(json.dumps(accuracy_document((b.summary() for b in bands), len(JUDGED))))
+    shipped = FIXTURES.parents[1] / "operator" / "fabricfit" / "calibrate" / ACCURACY_FILE
+    assert json.loads(shipped.read_text(encoding="utf-8")) == fresh, (
+        "stale: run .venv/bin/python benchmarks/cost_accuracy.py --write-regimes"
+    )
 
 
 def test_accuracy_check_can_fail() -> None:
