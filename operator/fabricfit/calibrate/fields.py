@@ -27,12 +27,14 @@ class Field:
     bandwidth: bool
 
 
-# Searched in this order: the launch floor of -g G runs first, so that a per-call latency does
-# not absorb a host-side floor it cannot describe (coordinate descent keeps the first fit); the
+# Searched in this order: the launch floor of -g G runs first (per GPU, then per channel), so
+# that a per-call latency does not absorb a host-side floor it cannot describe (coordinate
+# descent keeps the first fit); the
 # per-call latency across NICs before the one inside a domain, so that rows from several nodes
 # only (a cloud fabric's 2-node curve) move the network's latency, not the NVLink domain's.
 FITTABLE: dict[str, Field] = {
     "launch_us_per_gpu": Field(0.0, 50.0, False, False),
+    "launch_us_per_channel": Field(0.0, 2.0, False, False),
     "nvlink_efficiency": Field(0.3, 1.0, True, True),
     "nvls_efficiency": Field(0.2, 1.0, True, True),
     "nic_efficiency": Field(0.3, 1.0, True, True),

@@ -53,6 +53,7 @@ from fabricfit.calibrate.fields import (
     steps,
 )
 from fabricfit.calibrate.search import best_value
+from fabricfit.cost.chunks import call_channels
 from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape
 from fabricfit.cost.shape import GroupShape, summarize_group
 from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version
@@ -237,13 +238,17 @@ def _check(m: Measurement) -> None:
 def run_seconds(profile: FabricProfile, m: Measurement, shape: GroupShape) -> float:
     """Time of one call as nccl-tests measures it: the model's time, or, when one host thread
     drives G GPUs (``-g G``), at least G kernel launches back to back — nccl-tests issues the
-    calls back to back, so a launch-bound loop runs at the host's pace, not the GPUs'. A run
-    that names its NCCL release is priced with that release's tuner (``nccl_version``)."""
+    calls back to back, so a launch-bound loop runs at the host's pace, not the GPUs'. Each
+    launch costs the host a fixed time plus a time per channel the call runs on (NCCL fills
+    every channel's work on the host; a small call runs on fewer channels). A run that names
+    its NCCL release is priced with that release's tuner (``nccl_version``)."""
     if m.nccl_version and m.nccl_version != profile.nccl_version:
         profile = _on_release(profile, m.nccl_version)
     est = estimate_shape(m.collective, m.size_bytes, shape, profile, algorithm=m.algorithm)
     if m.gpus_per_thread > 1:
-        return max(est.seconds, m.gpus_per_thread * profile.launch_us_per_gpu * 1e-6)
+        channels = call_channels(est.algorithm, est.protocol, m.size_bytes, shape, profile)
+        launch = profile.launch_us_per_gpu + channels * profile.launch_us_per_channel
+        return max(est.seconds, m.gpus_per_thread * launch * 1e-6)
     return est.seconds
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from fabricfit.cost import nccl, p2p
 from fabricfit.cost.nccl import LL, LL128, SIMPLE, log2_floor
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
@@ -30,6 +31,13 @@ TREE_CHUNK_BYTES: Final = {LL: 32 << 10, LL128: 576_000}
 # Tree LL128 halves its chunk while bytes / (channels·chunk) < steps·k / ppn, with
 # steps = 1 + log2(nodes) + 0.1·ppn (enqueue.cc), down to 128 KiB (k = 64), then 32 KiB (k = 16).
 TREE_LL128_SHRINK: Final = ((64, 128 << 10), (16, 32 << 10))
+# A small ring or tree call runs on fewer channels than the communicator has (enqueue.cc
+# topoGetAlgoInfo @5067397c, 2093-2096): one fewer while its bytes are under channels × threads ×
+# the protocol's bytes per thread — 8 for LL and LL128, 64 for Simple (comm.h), ring LL's × ranks
+# (tuning.cc:593) — with 512 threads per channel for LL and Simple, 640 for LL128 (device.h; 256
+# for Simple only on PCIe-bound nodes, tuning.cc:244-245).
+CHANNEL_THREADS: Final = (512, 640, 512)
+THREAD_THRESHOLD_BYTES: Final = (8, 8, 64)
 
 
 def nvls_channels(profile: FabricProfile) -> int:
@@ -101,3 +109,29 @@ def tree_loop_bytes(
             while size / (ch * chunk) < steps * k / ppn and chunk > floor:
                 chunk //= 2
     return ch * chunk
+
+
+def call_channels(
+    algorithm: str, protocol: str, size: int, shape: GroupShape, profile: FabricProfile
+) -> int:
+    """Channels NCCL runs one call on: NVLS and NVLS-tree their own; a p2p op (send-recv, an
+    all-to-all's per-peer op) those a peer gets for its size; ring, tree and PAT the
+    communicator's, fewer for small calls (``CHANNEL_THREADS``); none on a TPU torus."""
+    if algorithm == "torus":
+        return 0
+    if algorithm == "nvls":
+        return nvls_channels(profile)
+    if algorithm == "nvls-tree":
+        return nvls_tree_tuning(shape, profile)[0]
+    nics = nccl.channel_nics(shape, profile)
+    if algorithm in ("p2p", "pairwise"):
+        if shape.multi_domain:
+            return p2p.p2p_channels_per_peer(shape, profile, nics)
+        peer = size if algorithm == "p2p" else -(-size // shape.ranks)
+        return p2p.p2p_nvlink_channels(peer, shape.ranks)
+    channels = nccl.collective_channels(nics, profile) if shape.multi_domain else nccl.NODE_CHANNELS
+    proto = nccl.PROTOCOLS.index(protocol)
+    per_thread = THREAD_THRESHOLD_BYTES[proto]
+    if algorithm == "ring" and proto == LL:
+        per_thread *= shape.ranks
+    return max(1, min(channels, size // (CHANNEL_THREADS[proto] * per_thread)))

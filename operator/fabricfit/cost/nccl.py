@@ -80,6 +80,9 @@ SPEEDS_INTER: Final = {
                   12.0, 6.0, 3.0),
 }  # fmt: skip
 MAX_CHANNELS: Final = 64
+# Collective channels of a communicator inside one 8-GPU NVSwitch node: 24 on A100 and H100
+# (nccl-tests#100 "Channel 23/24"; nccl#1367: 12 rings, doubled).
+NODE_CHANNELS: Final = 24
 # getNetOverhead: 1 µs on x86 (×3 for Simple), a floor on NCCL's intra-node steps of a
 # multi-node ring (its selection only; the wall-time model charges the slowest hop instead).
 NET_OVERHEAD_US: Final = (1.0, 1.0, 3.0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from fabricfit.cost.nccl import LL, SIMPLE, collective_channels, pow2_up
+from fabricfit.cost.nccl import LL, NODE_CHANNELS, SIMPLE, collective_channels, pow2_up
 from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
 
@@ -31,10 +31,10 @@ P2P_PEERS_PER_BATCH: Final = 8
 # one op may take when every peer runs at once (scheduleP2pTasksToPlan, 1143-1146: the per-peer
 # channels halved while × ranks exceed the p2p channels) and doubling up to the per-peer channels.
 # p2p channels: the node's collective channels rounded up to a power of two (paths.cc:989-990):
-# 24 on 8-GPU A100 and H100 nodes (nccl-tests#100 "Channel 23/24"; nccl#1367 12 rings ×2) → 32;
-# per peer 2 per NVLink (paths.cc:930-937, 18 or 12 links) capped at those 32 (paths.cc:1003).
+# 24 → 32 on 8-GPU A100 and H100 nodes; per peer 2 per NVLink (paths.cc:930-937, 18 or 12
+# links) capped at those 32 (paths.cc:1003).
 P2P_NVL_CHUNK_BYTES: Final = 512 << 10
-P2P_NVL_CHANNELS: Final = 32
+P2P_NVL_CHANNELS: Final = pow2_up(NODE_CHANNELS)
 P2P_LL_THRESHOLD_BYTES: Final = 16 << 10
 # What one p2p channel moves over NVLink: NCCL's bandwidth of one NVLink (topo.h SM80/SM90/SM100
 # _NVLINK_BW), ~20 GB/s of 128-byte SM payloads on a 25 GB/s link (sjeaugey, nccl-tests#149).

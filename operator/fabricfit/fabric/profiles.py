@@ -55,6 +55,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "stage_fill_loops": (0.0, 1_000.0),
         "nvls_tree_stage_fill_loops": (0.0, 1_000.0),
         "launch_us_per_gpu": (0.0, 1_000.0),
+        "launch_us_per_channel": (0.0, 100.0),
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
         "p2p_fill_chunks": (0.0, 1_000.0),

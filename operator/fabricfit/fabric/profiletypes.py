@@ -22,8 +22,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   (``nvls_tree_efficiency``), the efficiency of p2p across NICs (send-recv; all-to-all at two
   domains) and the decay of all-to-all's with domain count (``alltoall_efficiency``,
   ``alltoall_decay``), the fill of an intra-node p2p channel's chunk pipeline
-  (``p2p_fill_chunks``), and the host's launch time per GPU (``launch_us_per_gpu``, only for
-  reading nccl-tests runs where one thread drives several GPUs). Their defaults are NCCL's own
+  (``p2p_fill_chunks``), and the host's launch time per GPU and per channel of the call
+  (``launch_us_per_gpu``, ``launch_us_per_channel``, only for reading nccl-tests runs where one
+  thread drives several GPUs). Their defaults are NCCL's own
   constants or neutral values, so a profile written before they existed still loads and means
   the same;
 * optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
@@ -122,8 +123,10 @@ class FabricProfile:
     nvls_tree_stage_fill_loops: float = 1.0
     # Host time to launch one GPU's share of a call. Not part of any collective's time (one
     # process per GPU hides it); it bounds runs where one thread drives G GPUs (nccl-tests
-    # -g G: back-to-back calls take at least G launches each). 0 = unknown.
+    # -g G: back-to-back calls take at least G launches each). 0 = unknown. Each launch also
+    # costs this per channel the call runs on (NCCL prepares every channel's work on the host).
     launch_us_per_gpu: float = 0.0
+    launch_us_per_channel: float = 0.0
     # p2p across NICs: fraction of the NIC a send-recv peer and a cross-domain all-to-all at 2
     # domains reach, and the exponent of all-to-all's decay with more (× (2/domains)^decay).
     alltoall_efficiency: float = 1.0

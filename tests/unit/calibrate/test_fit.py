@@ -253,11 +253,24 @@ def test_a_published_warm_up_stall_does_not_make_the_row() -> None:
 
 def test_one_thread_driving_several_gpus_is_launch_bound() -> None:
     """nccl-tests -g G: back-to-back calls take at least G launches; -g 1 runs are unaffected."""
-    profile = dataclasses.replace(get_profile("dgx-h100"), launch_us_per_gpu=4.0)
+    h100 = get_profile("dgx-h100")
+    profile = dataclasses.replace(h100, launch_us_per_gpu=4.0, launch_us_per_channel=0.0)
     one = Measurement(Collective.ALL_GATHER, 1024, 1, 8, 0.0, 35.0)
     many = dataclasses.replace(one, gpus_per_thread=8)
     assert predict(profile, many).predicted_time_us == pytest.approx(32.0)
     assert predict(profile, one).predicted_time_us < 32.0
+
+
+def test_each_launch_also_pays_for_the_channels_the_call_runs_on() -> None:
+    """A call of 8 B runs on one channel, one of 1 MiB on all 24 of an H100 node (whatever the
+    protocol): with 0.1 us per channel the floor of -g 8 rises from 8 x 4.1 to 8 x 6.4 us."""
+    h100 = get_profile("dgx-h100")
+    profile = dataclasses.replace(h100, launch_us_per_gpu=4.0, launch_us_per_channel=0.1)
+    small = Measurement(Collective.ALL_GATHER, 8, 1, 8, 0.0, 35.0, gpus_per_thread=8)
+    big = dataclasses.replace(small, size_bytes=1 << 20)
+    assert predict(profile, small).predicted_time_us == pytest.approx(8 * 4.1)
+    assert predict(profile, big).predicted_time_us == pytest.approx(8 * 6.4)
+    assert predict(h100, dataclasses.replace(big, gpus_per_thread=1)).predicted_time_us < 30
 
 
 def test_a_row_is_priced_with_the_nccl_release_it_ran() -> None:

@@ -282,3 +282,34 @@ def test_nccls_choice_between_tree_and_nvls_tree_at_64_nodes(
     tuner switches at the same size."""
     est = estimate_shape(Collective.ALL_REDUCE, size, nodes_of_8(64), get_profile("dgx-h200"))
     assert (est.algorithm, est.protocol) == (algorithm, protocol)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "size", "channels"),
+    [("LL", 8, 1), ("LL", 64 * KIB - 1, 1), ("LL", 64 * KIB, 2), ("LL", 512 * KIB, 16),
+     ("LL", 1 * MIB, 24), ("LL128", 5120 * 3, 3), ("LL128", 120 * KIB, 24),
+     ("Simple", 96 * KIB, 3), ("Simple", 8 * MIB, 24)],
+)  # fmt: skip
+def test_a_small_ring_call_runs_on_fewer_of_the_nodes_24_channels(
+    protocol: str, size: int, channels: int
+) -> None:
+    """enqueue.cc: one channel fewer while bytes < channels x threads x bytes per thread (ring
+    LL 512 threads x 8 B x 8 ranks, LL128 640 x 8 B, Simple 512 x 64 B)."""
+    assert chunks.call_channels("ring", protocol, size, nodes_of_8(1), H100) == channels
+
+
+def test_call_channels_of_tree_nvls_p2p_and_the_torus() -> None:
+    # tree LL: no x ranks; across nodes the communicator's channels are NCCL's rings per NIC
+    assert chunks.call_channels("tree", "LL", 64 * KIB, nodes_of_8(2), H100) == 16
+    across = nccl.collective_channels(8, H100)
+    assert chunks.call_channels("ring", "Simple", 1 << 30, nodes_of_8(2), H100) == across
+    assert chunks.call_channels("nvls", "Simple", 8, nodes_of_8(1), H100) == 16
+    assert chunks.call_channels("nvls", "Simple", 8, nodes_of_8(1), B200) == 24
+    assert chunks.call_channels("nvls-tree", "Simple", 8, racks(2), NVL72) == 32
+    one_node = p2p.p2p_nvlink_channels(64 * MIB, 8)
+    assert chunks.call_channels("p2p", "Simple", 64 * MIB, nodes_of_8(1), H100) == one_node
+    per_peer = p2p.p2p_nvlink_channels(8 * MIB, 8)  # all-to-all: one eighth to each peer
+    assert chunks.call_channels("pairwise", "Simple", 64 * MIB, nodes_of_8(1), H100) == per_peer
+    peers = p2p.p2p_channels_per_peer(nodes_of_8(4), H100, 8)
+    assert chunks.call_channels("p2p", "Simple", 64 * MIB, nodes_of_8(4), H100) == peers
+    assert chunks.call_channels("torus", "-", 1 << 20, nodes_of_8(1), H100) == 0
