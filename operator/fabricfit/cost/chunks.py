@@ -35,7 +35,8 @@ TREE_LL128_SHRINK: Final = ((64, 128 << 10), (16, 32 << 10))
 # topoGetAlgoInfo @5067397c, 2093-2096): one fewer while its bytes are under channels × threads ×
 # the protocol's bytes per thread — 8 for LL and LL128, 64 for Simple (comm.h), ring LL's × ranks
 # (tuning.cc:593) — with 512 threads per channel for LL and Simple, 640 for LL128 (device.h; 256
-# for Simple only on PCIe-bound nodes, tuning.cc:244-245).
+# for Simple only on PCIe-bound nodes, tuning.cc:244-245). PAT has no thread count in that
+# table (tuning.cc sets none), so it keeps every channel.
 CHANNEL_THREADS: Final = (512, 640, 512)
 THREAD_THRESHOLD_BYTES: Final = (8, 8, 64)
 
@@ -115,8 +116,8 @@ def call_channels(
     algorithm: str, protocol: str, size: int, shape: GroupShape, profile: FabricProfile
 ) -> int:
     """Channels NCCL runs one call on: NVLS and NVLS-tree their own; a p2p op (send-recv, an
-    all-to-all's per-peer op) those a peer gets for its size; ring, tree and PAT the
-    communicator's, fewer for small calls (``CHANNEL_THREADS``); none on a TPU torus."""
+    all-to-all's per-peer op) those a peer gets for its size; ring and tree the communicator's,
+    fewer for small calls (``CHANNEL_THREADS``), PAT all of them; none on a TPU torus."""
     if algorithm == "torus":
         return 0
     if algorithm == "nvls":
@@ -130,6 +131,8 @@ def call_channels(
         peer = size if algorithm == "p2p" else -(-size // shape.ranks)
         return p2p.p2p_nvlink_channels(peer, shape.ranks)
     channels = nccl.collective_channels(nics, profile) if shape.multi_domain else nccl.NODE_CHANNELS
+    if algorithm == "pat":
+        return channels
     proto = nccl.PROTOCOLS.index(protocol)
     per_thread = THREAD_THRESHOLD_BYTES[proto]
     if algorithm == "ring" and proto == LL:

@@ -123,9 +123,10 @@ class FabricProfile:
     nvls_tree_stage_fill_loops: float = 1.0
     # Host time to launch one GPU's share of a call. Not part of any collective's time (one
     # process per GPU hides it); it bounds runs where one thread drives G GPUs (nccl-tests
-    # -g G: back-to-back calls take at least G launches each). 0 = unknown. Each launch also
-    # costs this per channel the call runs on (NCCL prepares every channel's work on the host).
+    # -g G: back-to-back calls take at least G launches each). 0 = unknown.
     launch_us_per_gpu: float = 0.0
+    # What each of those launches also costs per channel the call runs on (NCCL prepares every
+    # channel's work on the host; ``chunks.call_channels``).
     launch_us_per_channel: float = 0.0
     # p2p across NICs: fraction of the NIC a send-recv peer and a cross-domain all-to-all at 2
     # domains reach, and the exponent of all-to-all's decay with more (× (2/domains)^decay).

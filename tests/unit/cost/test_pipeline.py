@@ -313,3 +313,6 @@ def test_call_channels_of_tree_nvls_p2p_and_the_torus() -> None:
     peers = p2p.p2p_channels_per_peer(nodes_of_8(4), H100, 8)
     assert chunks.call_channels("p2p", "Simple", 64 * MIB, nodes_of_8(4), H100) == peers
     assert chunks.call_channels("torus", "-", 1 << 20, nodes_of_8(1), H100) == 0
+    one_per_node = GroupShape(8, 8, 8, 1, 1, 1, 1, 1, False, 1, True)
+    pat = chunks.call_channels("pat", "Simple", 8, one_per_node, H100)
+    assert pat == nccl.collective_channels(1, H100) > 1  # PAT keeps every channel
