@@ -56,7 +56,7 @@ from fabricfit.calibrate.search import best_value
 from fabricfit.cost.chunks import call_channels
 from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape
 from fabricfit.cost.shape import GroupShape, summarize_group
-from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version
+from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version, run_env_fields
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import GpuSlot
 
@@ -84,6 +84,8 @@ class Measurement:
     nodes_per_domain: int | None = None  # None: the profile's NVLink domain size
     gpus_per_thread: int = 1  # GPUs one host thread drives (nccl-tests -g G)
     nccl_version: str | None = None  # the NCCL release the run used, when known
+    # NCCL environment the run was made with ((key, value), ncclsetup.RUN_ENV_KEYS), sorted
+    nccl_env: tuple[tuple[str, str], ...] = ()
 
 
 # A row as the fitter uses it: the measurement, its group shape, the measured seconds.
@@ -172,6 +174,7 @@ def measurements_from_log(
             source or log.path,
             gpus_per_thread=int(getattr(log, "gpus_per_thread", None) or 1),
             nccl_version=nccl_release_of(getattr(log, "nccl_version", None)),
+            nccl_env=tuple(getattr(log, "nccl_env", ())),
         )
         for r in log.rows
         if r.size_bytes > 0 and r.out_time_us > 0
@@ -241,9 +244,12 @@ def run_seconds(profile: FabricProfile, m: Measurement, shape: GroupShape) -> fl
     calls back to back, so a launch-bound loop runs at the host's pace, not the GPUs'. Each
     launch costs the host a fixed time plus a time per channel the call runs on (NCCL fills
     every channel's work on the host; a small call runs on fewer channels). A run that names
-    its NCCL release is priced with that release's tuner (``nccl_version``)."""
+    its NCCL release is priced with that release's tuner (``nccl_version``), one made with an
+    NCCL environment (``nccl_env``: ``NCCL_ALGO=Ring``, …) as NCCL ran it."""
     if m.nccl_version and m.nccl_version != profile.nccl_version:
         profile = _on_release(profile, m.nccl_version)
+    if m.nccl_env:
+        profile = _in_env(profile, m.nccl_env)
     est = estimate_shape(m.collective, m.size_bytes, shape, profile, algorithm=m.algorithm)
     if m.gpus_per_thread > 1:
         channels = call_channels(est.algorithm, est.protocol, m.size_bytes, shape, profile)
@@ -255,6 +261,14 @@ def run_seconds(profile: FabricProfile, m: Measurement, shape: GroupShape) -> fl
 @lru_cache(maxsize=256)
 def _on_release(profile: FabricProfile, version: str) -> FabricProfile:
     return dataclasses.replace(profile, nccl_version=version)
+
+
+@lru_cache(maxsize=256)
+def _in_env(profile: FabricProfile, env: tuple[tuple[str, str], ...]) -> FabricProfile:
+    changes: dict[str, Any] = {}
+    for key, value in env:
+        changes.update(run_env_fields(key, value))
+    return dataclasses.replace(profile, **changes)
 
 
 def _row(profile: FabricProfile, m: Measurement, shape: GroupShape, fitted: bool) -> FitRow:

@@ -10,7 +10,10 @@ interleaves). Then, in that order, it may be:
 - a header line: ``NCCL version X`` / ``# nccl-tests version … nccl-library=N`` (the NCCL
   version), ``# Collective test starting: NAME`` (the test, hence the collective), or a rank line
   ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host), or
-  the run parameters ``# nThread T nGpus G …`` (GPUs each host thread drives, ``-g G``);
+  the run parameters ``# nThread T nGpus G …`` (GPUs each host thread drives, ``-g G``), or
+  an NCCL_DEBUG=INFO line naming the NCCL environment the run was made with (``NCCL_ALGO set
+  by environment to Ring``; the keys of ``ncclsetup.RUN_ENV_KEYS``), which is how its rows
+  are priced;
 - the table's column header ``# size count type [redop] [root] time algbw busbw #wrong …``,
   which fixes the columns of the rows that follow (:mod:`fabricfit.calibrate.table`);
 - a result row, recognised only after a column header: ``SIZE COUNT TYPE …``. A row that does
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 
 from fabricfit.calibrate.table import Columns, LogError, LogRow, parse_columns, parse_row
 from fabricfit.cost.collectives import Collective
+from fabricfit.fabric.ncclsetup import RUN_ENV_KEYS, NcclSetupError, run_env_fields
 
 __all__ = [
     "MAX_LOG_CHARS",
@@ -73,6 +77,7 @@ class NcclTestsLog:
     nccl_version: str | None
     rows: tuple[LogRow, ...]
     gpus_per_thread: int | None = None  # "nGpus G" of the run parameters (nccl-tests -g G)
+    nccl_env: tuple[tuple[str, str], ...] = ()  # (key, value) NCCL printed, keys sorted
 
 
 _A = re.ASCII
@@ -92,6 +97,7 @@ _RANK = re.compile(
     r"\s+device\s+([0-9]{1,4})\s",
     _A,
 )
+_NCCL_ENV = re.compile(rf"\b({'|'.join(RUN_ENV_KEYS)}) set by environment to (\S{{1,200}})\s*$", _A)
 _COLUMNS = re.compile(r"^\s*#\s*size\s+count\s+type\b", _A)
 _ROW_START = re.compile(r"^\s*[0-9]+\s+[0-9]+\s+[A-Za-z_]", _A)
 
@@ -106,6 +112,7 @@ class _Scan:
     nccl_version: str | None = None
     library_version: str | None = None
     gpus_per_thread: int | None = None
+    nccl_env: dict[str, str] = field(default_factory=dict)
     ranks: dict[int, tuple[str, int]] = field(default_factory=dict)
     rows: list[LogRow] = field(default_factory=list)
 
@@ -167,6 +174,7 @@ def _parse_lines(
         nccl_version=scan.nccl_version or scan.library_version,
         rows=tuple(scan.rows),
         gpus_per_thread=scan.gpus_per_thread,
+        nccl_env=tuple(sorted(scan.nccl_env.items())),
     )
 
 
@@ -200,6 +208,8 @@ def _scan_header(scan: _Scan, number: int, line: str) -> bool:
         scan.library_version = scan.library_version or _decode_version(int(found.group(1)))
     elif found := _GPUS_PER_THREAD.match(line):
         scan.gpus_per_thread = scan.gpus_per_thread or max(1, int(found.group(1)))
+    elif found := _NCCL_ENV.search(line):
+        _record_env(scan, number, found.group(1), found.group(2))
     else:
         return False
     return True
@@ -214,6 +224,18 @@ def _record_rank(scan: _Scan, number: int, rank: int, host: str, device: int) ->
             f"rank {rank} is listed on {seen[0]} device {seen[1]} and on {host[:60]} device "
             f"{device}: several runs in one log, or nccl-tests built without MPI",
         )
+
+
+def _record_env(scan: _Scan, number: int, key: str, value: str) -> None:
+    """The first value NCCL printed for ``key`` (every rank prints the same); one NCCL would not
+    run with is an error, never ignored: the rows would be priced as another run."""
+    if key in scan.nccl_env:
+        return
+    try:
+        run_env_fields(key, value)
+    except NcclSetupError as err:
+        raise LogError(scan.path, number, str(err)) from None
+    scan.nccl_env[key] = value
 
 
 def _record_test(scan: _Scan, number: int, name: str) -> None:

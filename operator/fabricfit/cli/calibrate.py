@@ -8,6 +8,9 @@ Every ``LOG`` is the stdout of ``all_reduce_perf``, ``all_gather_perf``, ``reduc
 lines, else from ``--nodes``/``--gpus-per-node``. The rows become measurements, the starting
 profile is ``--fabric`` or the preset whose predictions are closest (median |busbw error|), and
 :func:`fabricfit.calibrate.fit.fit_profile` fits its bandwidths, latencies and efficiencies.
+A run made with ``NCCL_ALGO``/``NCCL_PROTO`` (or NVLS off, another ``NCCL_BUFFSIZE``) is
+priced as NCCL ran it: from the log's NCCL_DEBUG=INFO lines, or ``--nccl-algo``/``--nccl-proto``
+for logs without them (the flags win); the written profile keeps the base's NCCL set-up.
 Only the fields the rows constrain are fitted (small-message logs move latencies, never a
 bandwidth or a fill); a second table gives every fittable field's base and fitted value and
 says which were kept from the base, and why. The result is written as a profile file of the
@@ -22,7 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from fabricfit.calibrate.fit import (
@@ -40,6 +43,7 @@ from fabricfit.cli.inputs import read_bytes, shown
 from fabricfit.cost import Collective
 from fabricfit.fabric.catalog import dump_profile
 from fabricfit.fabric.documents import DocumentError, decode_text
+from fabricfit.fabric.ncclsetup import NcclSetupError, run_env_fields
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, ProfileError, get_profile
 
 MAX_NAME_CHARS = 63
@@ -62,6 +66,16 @@ def configure(parser: Parser) -> None:
         metavar="C",
         help="collective of logs that do not name their test (e.g. all-reduce)",
     )
+    parser.add_argument(
+        "--nccl-algo",
+        metavar="ALGOS",
+        help="NCCL_ALGO the runs were made with, NCCL's syntax (e.g. Ring, ^NVLS)",
+    )
+    parser.add_argument(
+        "--nccl-proto",
+        metavar="PROTOS",
+        help="NCCL_PROTO the runs were made with, NCCL's syntax (e.g. Simple, ^LL128)",
+    )
     parser.add_argument("--name", type=profile_name, help="profile name (default BASE-calibrated)")
     parser.add_argument("--output", metavar="PROFILE.yaml", help="write the fitted profile here")
 
@@ -71,8 +85,10 @@ def read_measurements(
     nodes: int | None,
     gpus_per_node: int | None,
     collective: Collective | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[Measurement]:
-    """Every out-of-place row of every run in ``paths``; UsageError naming the file (and line)."""
+    """Every row of every run in ``paths``, priced in the NCCL environment its log prints, ``env``
+    overriding it; UsageError naming the file (and line)."""
     found: list[Measurement] = []
     for path in paths:
         try:
@@ -86,7 +102,40 @@ def read_measurements(
             raise UsageError(str(err)) from None
     if not found:
         raise UsageError("no measurement rows in the logs (sizes and times are all zero)")
+    if env:
+        found = [dataclasses.replace(m, nccl_env=_merged(m.nccl_env, env)) for m in found]
     return found
+
+
+def _merged(
+    logged: tuple[tuple[str, str], ...], given: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({**dict(logged), **given}.items()))
+
+
+def nccl_env_flags(args: argparse.Namespace) -> dict[str, str]:
+    """``--nccl-algo``/``--nccl-proto`` as NCCL environment; UsageError for a value NCCL would
+    not run with."""
+    env = {}
+    for key, value in (("NCCL_ALGO", args.nccl_algo), ("NCCL_PROTO", args.nccl_proto)):
+        if value is None:
+            continue
+        try:
+            run_env_fields(key, value)
+        except NcclSetupError as err:
+            flag = "--" + key.lower().replace("_", "-")
+            raise UsageError(f"invalid {flag}: {err}") from None
+        env[key] = value
+    return env
+
+
+def render_env(rows: Sequence[Measurement]) -> str | None:
+    """One line naming the NCCL environments the rows were priced in, if any."""
+    found = sorted({m.nccl_env for m in rows if m.nccl_env})
+    if not found:
+        return None
+    shown_env = "; ".join(" ".join(f"{k}={v.removesuffix('.')}" for k, v in env) for env in found)
+    return f"runs priced as made with {shown_env} (the profile keeps the base's NCCL set-up)"
 
 
 def measurements_from(log: NcclTestsLog, nodes: int | None, gpus: int | None) -> list[Measurement]:
@@ -171,7 +220,8 @@ def execute(args: argparse.Namespace) -> int:
         except ValueError:
             names = ", ".join(c.value for c in Collective)
             raise UsageError(f"unknown --collective (one of {names})") from None
-    rows = read_measurements(args.logs, args.nodes, args.gpus_per_node, collective)
+    env = nccl_env_flags(args)
+    rows = read_measurements(args.logs, args.nodes, args.gpus_per_node, collective, env)
     base = _base(args, rows)
     release = shared_release(rows)
     if release is not None:  # the cluster's NCCL: the fitted profile's tuner follows it
@@ -183,6 +233,8 @@ def execute(args: argparse.Namespace) -> int:
     print(f"base fabric {base.name}: median |error| {median_error(base, rows):.1%} before fitting")
     if release is not None:
         print(f"NCCL {release} (the logs' release): the profile's tuner follows it")
+    if (line := render_env(rows)) is not None:
+        print(line)
     print(render_table(result))
     print(render_fields(base, result))
     if args.output:

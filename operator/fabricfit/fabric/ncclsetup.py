@@ -43,43 +43,49 @@ MODEL_ALGORITHM: Final = {
     "NVLSTree": "nvls-tree",
     "PAT": "pat",
 }
+# NCCL_BUFFSIZE values a profile (and a run) may give: 64 KiB to 1 GiB.
+BUFFSIZE_RANGE: Final = (1 << 16, 1 << 30)
+# The NCCL environment of a measured run that changes what the model prices, as NCCL_DEBUG=INFO
+# prints it (subsystem ENV, on by default): "NCCL_ALGO set by environment to Ring" and
+# "NCCL_PROTO ..." (tuning.cc:455-460 @5067397c), parameters as "NCCL_NVLS_ENABLE set by
+# environment to 0." (misc/param.cc:100).
+RUN_ENV_KEYS: Final = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_BUFFSIZE")
 
 
 class NcclSetupError(ValueError):
     """A value NCCL would not accept, or one no collective could run with (one line)."""
 
 
-def parse_names(key: str, value: object, names: Sequence[str]) -> tuple[str, ...]:
+def parse_names(
+    key: str, value: object, names: Sequence[str], *, subject: str | None = None
+) -> tuple[str, ...]:
     """The names ``value`` enables, NCCL's way: a list of names, or NCCL's comma-separated
-    string where a leading ``^`` enables every name except those listed."""
+    string where a leading ``^`` enables every name except those listed. Errors name
+    ``subject`` (default: the profile field ``key``)."""
+    what = subject or f"profile field {key!r}"
     if isinstance(value, str):
         if ";" in value or ":" in value:
             raise NcclSetupError(
-                f"profile field {key!r}: per-collective lists (';', ':') are not supported, "
-                f"got {value!r}"
+                f"{what}: per-collective lists (';', ':') are not supported, got {value!r}"
             )
         negate = value.startswith("^")
         items: list[object] = [t.strip() for t in value.removeprefix("^").split(",")]
     elif isinstance(value, list):
         negate, items = False, list(value)
     else:
-        raise NcclSetupError(
-            f"profile field {key!r} must be a list of names or NCCL's string, got {value!r}"
-        )
-    listed = {_canonical(key, item, names) for item in items}
+        raise NcclSetupError(f"{what} must be a list of names or NCCL's string, got {value!r}")
+    listed = {_canonical(what, item, names) for item in items}
     enabled = tuple(n for n in names if (n in listed) != negate)
     if not enabled:
-        raise NcclSetupError(f"profile field {key!r} enables nothing, got {value!r}")
+        raise NcclSetupError(f"{what} enables nothing, got {value!r}")
     return enabled
 
 
-def _canonical(key: str, item: object, names: Sequence[str]) -> str:
+def _canonical(what: str, item: object, names: Sequence[str]) -> str:
     for name in names:
         if isinstance(item, str) and item.lower() == name.lower():
             return name
-    raise NcclSetupError(
-        f"profile field {key!r}: unknown name {item!r} (one of {', '.join(names)})"
-    )
+    raise NcclSetupError(f"{what}: unknown name {item!r} (one of {', '.join(names)})")
 
 
 def parse_algorithms(value: object) -> tuple[str, ...]:
@@ -98,6 +104,28 @@ def parse_algorithms(value: object) -> tuple[str, ...]:
 def parse_protocols(value: object) -> tuple[str, ...]:
     """``nccl_protocols``: any non-empty set (every collective has a ring in every protocol)."""
     return parse_names("nccl_protocols", value, NCCL_PROTOCOLS)
+
+
+def run_env_fields(key: str, value: str) -> dict[str, object]:
+    """The profile fields a run's ``key=value`` (one of ``RUN_ENV_KEYS``) sets for pricing that
+    run: the algorithms or protocols NCCL could choose, NVLS on or off, the Simple buffer.
+    Unlike a profile's ``nccl_algorithms``, a run may leave Ring out (``NCCL_ALGO=Tree`` on an
+    all-reduce). NcclSetupError (one line) for a value NCCL would not run with."""
+    if key == "NCCL_ALGO":
+        return {"nccl_algorithms": parse_names(key, value, NCCL_ALGORITHMS, subject=key)}
+    if key == "NCCL_PROTO":
+        return {"nccl_protocols": parse_names(key, value, NCCL_PROTOCOLS, subject=key)}
+    if key not in RUN_ENV_KEYS:
+        raise NcclSetupError(f"{key[:40]} is not one of {', '.join(RUN_ENV_KEYS)}")
+    number = value.strip().removesuffix(".")
+    if not re.fullmatch(r"-?[0-9]{1,12}", number):
+        raise NcclSetupError(f"{key} must be an integer, got {value[:40]!r}")
+    if key == "NCCL_NVLS_ENABLE":
+        return {"nvls_enabled": int(number) != 0}
+    low, high = BUFFSIZE_RANGE
+    if not low <= int(number) <= high:
+        raise NcclSetupError(f"{key} must be between {low} and {high} bytes, got {number}")
+    return {"nccl_buffsize": int(number)}
 
 
 _RELEASE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})")

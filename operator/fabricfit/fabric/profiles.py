@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from fabricfit.fabric.ncclsetup import (
+    BUFFSIZE_RANGE,
     NcclSetupError,
     parse_algorithms,
     parse_protocols,
@@ -66,7 +67,7 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
 OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
     {
         "spare_nodes_per_nvlink_domain": (0, 1024),
-        "nccl_buffsize": (1 << 16, 1 << 30),
+        "nccl_buffsize": BUFFSIZE_RANGE,
         "nic_ports_per_rail": (1, 16),
     }
 )

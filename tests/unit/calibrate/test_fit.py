@@ -279,3 +279,18 @@ def test_a_row_is_priced_with_the_nccl_release_it_ran() -> None:
     on_old = dataclasses.replace(H100, nccl_version="2.26.2")
     assert predict(H100, old) == dataclasses.replace(predict(on_old, probe), measurement=old)
     assert predict(H100, old).predicted_time_us != predict(H100, probe).predicted_time_us
+
+
+def test_a_run_is_priced_in_the_nccl_environment_it_was_made_with() -> None:
+    """NCCL_ALGO=Ring prices a one-node all-reduce as ring, not NVLS; NCCL_NVLS_ENABLE=0 the
+    same; NCCL_PROTO=LL keeps the ring in LL; without an environment the model picks NVLS."""
+    h100 = get_profile("dgx-h100")
+    free = Measurement(Collective.ALL_REDUCE, 1 << 30, 1, 8, 0.0, 1.0)
+    ring = dataclasses.replace(free, algorithm="ring")
+    as_ring = predict(h100, ring).predicted_time_us
+    assert predict(h100, free).predicted_time_us < 0.9 * as_ring  # NVLS
+    for env in ((("NCCL_ALGO", "Ring"),), (("NCCL_NVLS_ENABLE", "0."),)):
+        priced = predict(h100, dataclasses.replace(free, nccl_env=env)).predicted_time_us
+        assert priced == pytest.approx(as_ring)
+    only_ll = dataclasses.replace(ring, nccl_env=(("NCCL_PROTO", "LL"),))
+    assert predict(h100, only_ll).predicted_time_us > 1.5 * as_ring

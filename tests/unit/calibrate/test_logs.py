@@ -237,3 +237,35 @@ def test_gpus_per_thread_comes_from_the_run_parameters() -> None:
     together = parse_log(text_of("h100-1x8-together-ring-all-gather.log"))
     assert together.gpus_per_thread == 8
     assert parse_log(text_of(ALL_REDUCE)).gpus_per_thread == 1
+
+
+def test_the_nccl_environment_of_the_run_comes_from_its_info_lines() -> None:
+    """NCCL_DEBUG=INFO prints what the environment set (tuning.cc, misc/param.cc), behind
+    launcher labels; every rank prints it, the first value is kept."""
+    info = [
+        "[1,0]<stdout>:cnode3-002:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring",
+        "cnode3-002:1:1 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.",
+        "cnode3-002:2:2 [1] NCCL INFO NCCL_ALGO set by environment to Ring",
+        "cnode3-002:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.",
+        "cnode3-002:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+    ]
+    log = parse_log("\n".join([*info, text_of(ALL_REDUCE)]))
+    assert log.nccl_env == (
+        ("NCCL_ALGO", "Ring"),
+        ("NCCL_BUFFSIZE", "8388608."),
+        ("NCCL_NVLS_ENABLE", "0."),
+    )
+    assert parse_log(text_of(ALL_REDUCE)).nccl_env == ()
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [("NCCL_PROTO set by environment to LL129", "unknown name 'LL129'"),
+     ("NCCL_ALGO set by environment to allreduce:tree", "per-collective lists"),
+     ("NCCL_BUFFSIZE set by environment to 1024.", "between 65536 and")],
+)  # fmt: skip
+def test_an_environment_nccl_would_not_run_is_an_error_on_its_line(line: str, reason: str) -> None:
+    text = "\n".join([text_of(ALL_REDUCE), f"host:7:7 [0] NCCL INFO {line}"])
+    last = text.count("\n") + 1
+    with pytest.raises(LogError, match=rf"^x\.log:{last}: .*{re.escape(reason)}"):
+        parse_log(text, "x.log")

@@ -125,3 +125,42 @@ def test_unparsable_input_names_the_file_and_line(
     assert err.count("\n") == 1 and f"{bad}:{row + 1}:" in err
     code, _, err = run(capsys, str(tmp_path / "missing.log"))
     assert code == 2 and "missing.log" in err
+
+
+TOGETHER_RING = LOGS / "h100-1x8-together-ring-all-reduce.log"  # NCCL_ALGO=RING, not in the log
+
+
+def test_a_forced_ring_run_fits_nvlink_not_nvls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Priced as NCCL ran it, a ring run constrains the ring's NVLink numbers and leaves NVLS
+    alone — from --nccl-algo, or from the log's own NCCL_DEBUG=INFO line."""
+    fields = "nvls_efficiency", "nvls_latency_us", "pipeline_fill_loops"
+    code, out, err = run(capsys, str(TOGETHER_RING), "--fabric", "dgx-h100", "--nccl-algo", "Ring")
+    assert code == 0, err
+    assert "runs priced as made with NCCL_ALGO=Ring (the profile keeps" in out
+    kept = {line.split()[0] for line in out.splitlines() if "kept:" in line}
+    assert set(fields) <= kept and "nvlink_efficiency" not in kept
+    logged = tmp_path / "ring.log"
+    line = "host:1:1 [0] NCCL INFO NCCL_ALGO set by environment to RING\n"
+    logged.write_text(line + TOGETHER_RING.read_text(encoding="utf-8"), encoding="utf-8")
+    code, again, err = run(capsys, str(logged), "--fabric", "dgx-h100")
+    assert code == 0, err
+    assert "NCCL_ALGO=RING" in again and again.split("\n", 3)[3] == out.split("\n", 3)[3]
+    code, blind, _ = run(capsys, str(TOGETHER_RING), "--fabric", "dgx-h100")
+    assert "runs priced as made" not in blind
+    assert "nvls_efficiency" not in {ln.split()[0] for ln in blind.splitlines() if "kept:" in ln}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "reason"),
+    [("--nccl-algo", "Ring;Tree", "per-collective lists"),
+     ("--nccl-algo", "Rings", "unknown name 'Rings'"),
+     ("--nccl-proto", "^LL,LL128,Simple", "enables nothing")],
+)  # fmt: skip
+def test_an_nccl_environment_flag_nccl_would_refuse_is_exit_2(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, reason: str
+) -> None:
+    code, out, err = run(capsys, str(ONE_NODE), flag, value)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert f"invalid {flag}: " in err and reason in err
