@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final
 
+from fabricfit.fabric.objects import shorten
+
 # NCCL 2.30.7's names (src/init.cc 53-55 @5067397c), in NCCL's order.
 NCCL_ALGORITHMS: Final = (
     "Tree",
@@ -66,18 +68,20 @@ def parse_names(
     if isinstance(value, str):
         if ";" in value or ":" in value:
             raise NcclSetupError(
-                f"{what}: per-collective lists (';', ':') are not supported, got {value!r}"
+                f"{what}: per-collective lists (';', ':') are not supported, got {shorten(value)}"
             )
         negate = value.startswith("^")
         items: list[object] = [t.strip() for t in value.removeprefix("^").split(",")]
     elif isinstance(value, list):
         negate, items = False, list(value)
     else:
-        raise NcclSetupError(f"{what} must be a list of names or NCCL's string, got {value!r}")
+        raise NcclSetupError(
+            f"{what} must be a list of names or NCCL's string, got {shorten(value)}"
+        )
     listed = {_canonical(what, item, names) for item in items}
     enabled = tuple(n for n in names if (n in listed) != negate)
     if not enabled:
-        raise NcclSetupError(f"{what} enables nothing, got {value!r}")
+        raise NcclSetupError(f"{what} enables nothing, got {shorten(value)}")
     return enabled
 
 
@@ -85,7 +89,8 @@ def _canonical(what: str, item: object, names: Sequence[str]) -> str:
     for name in names:
         if isinstance(item, str) and item.lower() == name.lower():
             return name
-    raise NcclSetupError(f"{what}: unknown name {item!r} (one of {', '.join(names)})")
+    shown = shorten(item) if isinstance(item, str) else repr(item)
+    raise NcclSetupError(f"{what}: unknown name {shown} (one of {', '.join(names)})")
 
 
 def parse_algorithms(value: object) -> tuple[str, ...]:

@@ -164,3 +164,10 @@ def test_an_nccl_environment_flag_nccl_would_refuse_is_exit_2(
     code, out, err = run(capsys, str(ONE_NODE), flag, value)
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert f"invalid {flag}: " in err and reason in err
+
+
+def test_a_long_nccl_environment_value_is_cut_in_the_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(capsys, str(ONE_NODE), "--nccl-algo", "x" * 5000)
+    assert code == 2 and err.count("\n") == 1 and len(err) < 300 and "..." in err
