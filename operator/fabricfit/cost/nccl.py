@@ -83,8 +83,10 @@ MAX_CHANNELS: Final = 64
 # Collective channels of a communicator inside one 8-GPU NVSwitch node: 24 on A100 and H100
 # (nccl-tests#100 "Channel 23/24"; nccl#1367: 12 rings, doubled).
 NODE_CHANNELS: Final = 24
-# getNetOverhead: 1 µs on x86 (×3 for Simple), a floor on NCCL's intra-node steps of a
-# multi-node ring (its selection only; the wall-time model charges the slowest hop instead).
+# getNetOverhead: 1 µs on Intel and non-x86 hosts, 2 on AMD (×3 for Simple), a floor on NCCL's
+# intra-node steps of a multi-node ring (its selection only; the wall-time model charges the
+# slowest hop instead). The Intel value stands for every preset: with AMD's, no judged row of the
+# AMD hosts (dgx-a100, oci-bm-gpu4-8, aws-p5) changes algorithm or protocol.
 NET_OVERHEAD_US: Final = (1.0, 1.0, 3.0)
 # The entries the profile's wall-time latencies stand for (ring LL); the rest scale with them.
 NCCL_BASE_US: Final = 6.6
