@@ -209,9 +209,7 @@ def shared_release(rows: Sequence[Measurement]) -> str | None:
 
 def layout(m: Measurement, profile: FabricProfile) -> list[GpuSlot]:
     """Ranks as nccl-tests places them: GPU j of every node on its rail, nodes in domains."""
-    per_domain = m.nodes_per_domain or max(
-        1, profile.gpus_per_nvlink_domain // profile.gpus_per_node
-    )
+    per_domain = m.nodes_per_domain or profile.nodes_per_nvlink_domain
     nics, per_node = profile.nics_per_node, max(profile.gpus_per_node, m.gpus_per_node)
     return [
         GpuSlot(f"n{n}", j, min(nics - 1, j * nics // per_node), f"d{n // per_domain}", "rg0", "s0")

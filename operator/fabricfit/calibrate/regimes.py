@@ -40,7 +40,7 @@ def size_band(size_bytes: int) -> str:
 def domains_spanned(nodes: int, profile: FabricProfile, nodes_per_domain: int | None = None) -> int:
     """NVLink domains ``nodes`` nodes span, packed in order (``nodes_per_domain``: a run's own
     partition size; default the profile's domain)."""
-    per_domain = nodes_per_domain or max(1, profile.gpus_per_nvlink_domain // profile.gpus_per_node)
+    per_domain = nodes_per_domain or profile.nodes_per_nvlink_domain
     return -(-nodes // per_domain)
 
 

@@ -125,7 +125,7 @@ def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
 
 def build_group(profile: FabricProfile, nodes: int, gpus: int) -> list[GpuSlot]:
     """The first ``gpus`` GPUs of ``nodes`` nodes, packed into NVLink domains in order."""
-    per_domain_nodes = max(1, profile.gpus_per_nvlink_domain // profile.gpus_per_node)
+    per_domain_nodes = profile.nodes_per_nvlink_domain
     su_domains = max(1, -(-SU_GPUS // profile.gpus_per_nvlink_domain))
     slots = []
     for n in range(nodes):

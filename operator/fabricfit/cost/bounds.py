@@ -74,7 +74,7 @@ def hardware_of(nodes: Iterable[NodeInfo], profile: FabricProfile) -> Hardware:
             gpus[domain] += node.gpus
             members[domain] += 1
     domain_gpus = max([profile.gpus_per_nvlink_domain, node_gpus, *gpus.values()])
-    per_domain = max([profile.gpus_per_nvlink_domain // max(1, profile.gpus_per_node), 1])
+    per_domain = profile.nodes_per_nvlink_domain
     return Hardware(node_gpus, domain_gpus, max([per_domain, *members.values()]), nics)
 
 

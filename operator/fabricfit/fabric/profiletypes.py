@@ -177,5 +177,10 @@ class FabricProfile:
         return self.nvlink_gb_per_s * self.nvlink_efficiency
 
     @property
+    def nodes_per_nvlink_domain(self) -> int:
+        """Nodes one NVLink domain holds (18 GB200 trays; 1 for an 8-GPU node)."""
+        return max(1, self.gpus_per_nvlink_domain // max(1, self.gpus_per_node))
+
+    @property
     def is_torus(self) -> bool:
         return self.torus is not None
