@@ -8,7 +8,7 @@ held-out and fitted rows apart. Also printed: leave-one-source-out (refit a pres
 source with ``fabricfit.calibrate.fit``, predict that source) and fit on ≤ 4 NVLink domains,
 predict ≥ 8. ``--rows`` lists every row; ``--fit`` prints each preset refitted on its
 calibration rows; ``--write-presets`` writes those fitted numbers into
-``operator/fabricfit/fabric/presets/*.yaml`` (how the presets' fitted numbers are made);
+``operator/fabricfit/fabric/profiles/presets/*.yaml`` (how the presets' fitted numbers are made);
 ``--write-regimes`` writes each regime's summary into the package
 (``operator/fabricfit/calibrate/measured-accuracy.json``: ``fabricfit cost`` prints the one its
 prediction falls in; a unit test fails while the file is stale). The
@@ -45,7 +45,7 @@ from fabricfit.fabric.profiles import PRESETS, FabricProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "presets"
+PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "profiles" / "presets"
 REGIMES_FILE = ROOT / "operator" / "fabricfit" / "calibrate" / "measured-accuracy.json"
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
@@ -278,7 +278,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--write-presets",
         action="store_true",
-        help="write the refitted numbers into operator/fabricfit/fabric/presets/*.yaml",
+        help="write the refitted numbers into operator/fabricfit/fabric/profiles/presets/*.yaml",
     )
     parser.add_argument(
         "--write-regimes",

@@ -18,7 +18,7 @@ as printed (GPU-h to 0.1, seconds to 1) — with each queue policy. Each trace i
 ``h100-rail-only``), and the GB200 variant of the generated mix (``published-mix-nvl72.yaml``:
 the same draws in pods of at most one 4-GPU tray; ``--seed``/``--draws`` draw it too) on the
 144-tray GB200 NVL72 cluster (``gb200-nvl72``; not with ``--quick``), per placer by the pure
-simulation (``fabricfit.placement.simulation``,
+simulation (``fabricfit.simulation``,
 the same code as ``fabricfit simulate``), so every figure is the cost model's prediction, not a
 measurement on hardware. Every placer runs a strict FIFO queue; the row ``fabricfit+wait`` is
 fabricfit again under the ``wait-if-faster`` queue policy (``simulate --queue-policy``: hold the
@@ -44,7 +44,7 @@ from fabricfit.fabric.documents import decode_text, load_objects
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.simulation import (
+from fabricfit.simulation import (
     FABRICFIT,
     PLACERS,
     STRICT_FIFO,

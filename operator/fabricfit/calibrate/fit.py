@@ -56,8 +56,8 @@ from fabricfit.calibrate.search import best_value
 from fabricfit.cost.chunks import call_channels
 from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape
 from fabricfit.cost.shape import GroupShape, summarize_group
-from fabricfit.fabric.ncclsetup import NcclSetupError, parse_version, run_env_fields
 from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles.ncclsetup import NcclSetupError, parse_version, run_env_fields
 from fabricfit.fabric.topology import GpuSlot
 
 # A field changes only when that lowers the score by this much (0.01 points of mean |log

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from fabricfit.calibrate.table import Columns, LogError, LogRow, parse_columns, parse_row
 from fabricfit.cost.collectives import Collective
-from fabricfit.fabric.ncclsetup import RUN_ENV_KEYS, NcclSetupError, run_env_fields
+from fabricfit.fabric.profiles.ncclsetup import RUN_ENV_KEYS, NcclSetupError, run_env_fields
 
 __all__ = [
     "MAX_LOG_CHARS",

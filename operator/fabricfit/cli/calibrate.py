@@ -41,10 +41,10 @@ from fabricfit.calibrate.logs import LogError, NcclTestsLog, parse_logs
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cli.inputs import read_bytes, shown
 from fabricfit.cost import Collective
-from fabricfit.fabric.catalog import dump_profile
 from fabricfit.fabric.documents import DocumentError, decode_text
-from fabricfit.fabric.ncclsetup import NcclSetupError, run_env_fields
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, ProfileError, get_profile
+from fabricfit.fabric.profiles.catalog import dump_profile
+from fabricfit.fabric.profiles.ncclsetup import NcclSetupError, run_env_fields
 
 MAX_NAME_CHARS = 63
 

@@ -1,7 +1,7 @@
 """Reading custom fabric profiles for the CLI and the operator: ``--fabric-file``, ``--fabric-dir``.
 
 The bytes are read here (bounded, regular files only, through :mod:`fabricfit.cli.inputs`);
-parsing and every rule about names live in the pure :mod:`fabricfit.fabric.catalog`.
+parsing and every rule about names live in the pure :mod:`fabricfit.fabric.profiles.catalog`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from pathlib import Path
 
 from fabricfit.cli.common import UsageError
 from fabricfit.cli.inputs import read_bytes, shown
-from fabricfit.fabric.catalog import (
+from fabricfit.fabric.documents import DocumentError, decode_text
+from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles.catalog import (
     MAX_PROFILE_BYTES,
     Catalog,
     CatalogError,
@@ -19,8 +21,6 @@ from fabricfit.fabric.catalog import (
     file_stem,
     is_profile_file,
 )
-from fabricfit.fabric.documents import DocumentError, decode_text
-from fabricfit.fabric.profiles import FabricProfile
 
 MAX_PROFILE_FILES = 512
 

@@ -8,7 +8,7 @@ DRA, and a TrainingTopology object or a bare spec, with the workload it names an
 ResourceClaimTemplates its pods claim GPUs through), bounded and total
 (:mod:`fabricfit.cli.inputs`, :mod:`fabricfit.fabric.documents`); check every object is of the
 kind its flag expects; hand the spec and workload to the policy the operator uses
-(:func:`fabricfit.render.policy.admit`: schema, CRD rules and bounds, template choice — before
+(:func:`fabricfit.policy.admit`: schema, CRD rules and bounds, template choice — before
 any search); build the snapshot, resolve the fabric profile, call the pure planner, print a
 summary or one JSON object, optionally write an SVG. Every input problem is one line on stderr
 and exit 2; infeasible is exit 1; placed is exit 0 (``cli.main`` turns anything unforeseen into
@@ -29,21 +29,21 @@ from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_n
 from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
 from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
-from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
+from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.nvlink_span import decision_span
 from fabricfit.placement.search import plan_placement
+from fabricfit.policy import admit, choose_fabric
 from fabricfit.render.computedomain import need_json, need_line
 from fabricfit.render.devices import gpu_allocation
-from fabricfit.render.kinds import kind_named
-from fabricfit.render.kinds.pod import POD, pod_group
-from fabricfit.render.policy import admit, choose_fabric
 from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
+from fabricfit.workloads import kind_named
+from fabricfit.workloads.pod import POD, pod_group
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -143,7 +143,7 @@ def _pod_group(selector: object, objects: list[dict[str, Any]]) -> dict[str, Any
 def _choose_fabric(
     args: argparse.Namespace, spec: TrainingTopologySpec, snapshot: ClusterSnapshot
 ) -> tuple[FabricProfile, str]:
-    """The operator's fabric choice (:func:`fabricfit.fabric.choice.choose_profile`), with
+    """The operator's fabric choice (:func:`fabricfit.fabric.profiles.choice.choose_profile`), with
     ``--fabric``/``--fabric-file`` first and ``--fabric-dir``'s profiles known."""
     if args.fabric and args.fabric_file:
         raise UsageError("give --fabric or --fabric-file, not both")

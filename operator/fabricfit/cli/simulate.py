@@ -3,10 +3,10 @@
 Theory of operation
 -------------------
 Read the node dump (``kubectl get nodes -o yaml|json``; the pods dump is optional and its pods
-hold their GPUs throughout) and the trace (:mod:`fabricfit.placement.simulation.trace`), pick
+hold their GPUs throughout) and the trace (:mod:`fabricfit.simulation.trace`), pick
 the fabric profile as ``plan`` does (``--fabric``, else the nodes' fabric, else ``dgx-h100``),
 and replay the trace once per placer (``--placer``, default all three) with the pure simulation
-(:mod:`fabricfit.placement.simulation`); ``--queue-policy wait-if-faster`` lets fabricfit hold
+(:mod:`fabricfit.simulation`); ``--queue-policy wait-if-faster`` lets fabricfit hold
 the head of the queue when waiting lets it finish sooner, backfilling the jobs behind it that do
 not delay it (the peers stay strictly FIFO: they cannot price a placement). Text output is a
 table of jobs per placer and a comparison table; ``--json`` prints one object with the same
@@ -25,12 +25,12 @@ from typing import Any
 from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, UsageError, profile_name
 from fabricfit.cli.inputs import read_objects, shown
-from fabricfit.fabric.catalog import Catalog
-from fabricfit.fabric.choice import FabricChoiceError, choose_profile
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile
+from fabricfit.fabric.profiles.catalog import Catalog
+from fabricfit.fabric.profiles.choice import FabricChoiceError, choose_profile
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.simulation import (
+from fabricfit.simulation import (
     FABRICFIT,
     PLACERS,
     QUEUE_POLICIES,

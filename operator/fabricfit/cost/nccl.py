@@ -33,8 +33,8 @@ from functools import lru_cache
 from typing import Final, NamedTuple
 
 from fabricfit.cost.shape import GroupShape
-from fabricfit.fabric.ncclsetup import MODEL_ALGORITHM, release
 from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles.ncclsetup import MODEL_ALGORITHM, release
 
 PROTOCOLS: Final = ("LL", "LL128", "Simple")
 LL, LL128, SIMPLE = 0, 1, 2

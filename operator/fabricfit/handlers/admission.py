@@ -18,9 +18,9 @@ from fabricfit.api.constants import KUEUE_GROUP, KUEUE_VERSION
 from fabricfit.handlers.common import views_of
 from fabricfit.handlers.topologies import report
 from fabricfit.metrics import OperatorMetrics
+from fabricfit.policy.kueuecheck import is_ours
 from fabricfit.reconcile import workloadevents
 from fabricfit.reconcile.observe import timed
-from fabricfit.render.admissioncheck import is_ours
 
 WORKLOADS = (KUEUE_GROUP, KUEUE_VERSION, "workloads")
 CHECKS = (KUEUE_GROUP, KUEUE_VERSION, "admissionchecks")

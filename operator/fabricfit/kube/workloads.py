@@ -13,8 +13,8 @@ from typing import Any
 from fabricfit.api.constants import DRA_GROUP, DRA_VERSION, GROUP, PLURAL, VERSION
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
-from fabricfit.render.kinds import KINDS, WorkloadKind
-from fabricfit.render.kinds.pod import pod_group
+from fabricfit.workloads import KINDS, WorkloadKind
+from fabricfit.workloads.pod import pod_group
 
 
 class UnsupportedWorkloadError(ValueError):

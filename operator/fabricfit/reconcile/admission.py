@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The TrainingTopology's reconcile stays the one place that plans, reserves and pins. In
 admission-check mode it asks two things of this module (the decisions themselves are the pure
-:mod:`fabricfit.render.admissioncheck` and :mod:`fabricfit.render.admissionjob`):
+:mod:`fabricfit.policy.kueuecheck` and :mod:`fabricfit.policy.kueuejob`):
 
 * :func:`admit`, before planning: every Kueue Workload of the job (one, or one per
   LeaderWorkerSet group, from the Kueue indexes) must have quota reserved and fabricfit's
@@ -20,7 +20,7 @@ admission-check mode it asks two things of this module (the decisions themselves
   every Pending check ``Ready`` (with podSetUpdates; only once the workload's templates carry
   the gate), ``Retry`` (with the planner's words and ``requeueAfterSeconds``) or ``Rejected``;
   a group that holds quota while Kueue cannot fit its siblings gets ``Retry`` after a resync
-  period (:func:`fabricfit.render.admissionjob.stalled`). The patches are guarded, so a
+  period (:func:`fabricfit.policy.kueuejob.stalled`). The patches are guarded, so a
   Workload Kueue changed meanwhile is answered at its next event.
 """
 
@@ -36,8 +36,7 @@ from fabricfit.api.conditions import ConditionType, Reason
 from fabricfit.api.constants import SCHEDULING_GATE
 from fabricfit.api.status import find_condition, rfc3339
 from fabricfit.kube.kueue import patch_check_state
-from fabricfit.reconcile.context import KueueViews, Run, Target
-from fabricfit.render.admissioncheck import (
+from fabricfit.policy.kueuecheck import (
     PENDING,
     READY,
     RETRY,
@@ -51,14 +50,15 @@ from fabricfit.render.admissioncheck import (
     stage_of,
     templates_gated,
 )
-from fabricfit.render.admissionjob import (
+from fabricfit.policy.kueuejob import (
     JobWorkloads,
     collect,
     job_stage,
     job_waiting_message,
     stalled,
 )
-from fabricfit.render.kinds import pod_spec_frozen, pod_templates
+from fabricfit.reconcile.context import KueueViews, Run, Target
+from fabricfit.workloads import pod_spec_frozen, pod_templates
 
 ADMISSION_MODE = "admission-check"
 _REASONS = {r.value: r for r in Reason}

@@ -42,7 +42,10 @@ from fabricfit.kube.workloads import patch_pod, patch_workload
 from fabricfit.reconcile.admission import ADMISSION_MODE
 from fabricfit.reconcile.context import Refusal, Target
 from fabricfit.reconcile.inventory import TopologyKey
-from fabricfit.render.kinds import (
+from fabricfit.render.kueue import fit_to_podset, group_podsets, podset_group_name
+from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
+from fabricfit.render.workload import build_template_patch, build_workload_labels
+from fabricfit.workloads import (
     allows_pod_affinity,
     build_unsuspend_patch,
     build_workload_patch,
@@ -53,9 +56,6 @@ from fabricfit.render.kinds import (
     pod_templates,
     template_pod_count,
 )
-from fabricfit.render.kueue import fit_to_podset, group_podsets, podset_group_name
-from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
-from fabricfit.render.workload import build_template_patch, build_workload_labels
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fabricfit import policy
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.podclaims import CLAIM_KIND, TEMPLATE_KIND, claim_names
 from fabricfit.kube.rest import Rest
 from fabricfit.kube.workloads import read_claim_templates
 from fabricfit.reconcile.context import Views
-from fabricfit.render import policy
 
 ClaimObjects = dict[tuple[str, str], Mapping[str, Any]]
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
-from fabricfit.fabric.catalog import Catalog
 from fabricfit.fabric.podclaims import PodClaims
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
+from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.snapshot import FactsMemo
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest

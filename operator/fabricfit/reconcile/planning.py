@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.nodes import read_node_facts
@@ -37,7 +38,6 @@ from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.inventory import holds_of_others
-from fabricfit.render import policy
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
 

@@ -28,9 +28,9 @@ from fabricfit.kube.workloads import patch_pod, read_workload
 from fabricfit.reconcile import computedomain, planning, service
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.inventory import TopologyKey
-from fabricfit.render.kinds import kind_named, pod_index
 from fabricfit.render.pods import build_pin_patch, build_ungate_patch, is_gated, planned_node_of
 from fabricfit.render.workload import PINNING_MODES
+from fabricfit.workloads import kind_named, pod_index
 
 # Conflicts a pod patch can meet when the pod changed underneath us; the next event sees it.
 _RACES = (404, 409, 422)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NoReturn
 
+from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.api.models import TrainingTopologySpec
@@ -53,6 +54,7 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.placement.maintenance import drained
+from fabricfit.policy.kueuecheck import templates_gated
 from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.claimsources import claim_sources
@@ -60,13 +62,11 @@ from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.detected import set_topology_condition
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
-from fabricfit.render import policy
-from fabricfit.render.admissioncheck import templates_gated
 from fabricfit.render.devices import gpu_allocation
-from fabricfit.render.kinds import kind_named, kueue_workloads, pod_templates
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.record import PlanRecord, read_plan
 from fabricfit.render.workload import PINNING_MODES
+from fabricfit.workloads import kind_named, kueue_workloads, pod_templates
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,7 @@ from fabricfit.api.constants import (
 from fabricfit.api.status import rfc3339
 from fabricfit.kube.kueue import patch_admission_check_status, patch_check_state
 from fabricfit.kube.rest import ApiError
-from fabricfit.reconcile import service
-from fabricfit.reconcile.admission import ADMISSION_MODE
-from fabricfit.reconcile.context import OperatorState, Views
-from fabricfit.reconcile.inventory import Holding, TopologyKey
-from fabricfit.reconcile.podevents import PodEventResult, ViewsOf, read_topology
-from fabricfit.render.admissioncheck import (
+from fabricfit.policy.kueuecheck import (
     PENDING,
     Stage,
     build_active_patch,
@@ -39,6 +34,11 @@ from fabricfit.render.admissioncheck import (
     read_kueue_workload,
     stage_of,
 )
+from fabricfit.reconcile import service
+from fabricfit.reconcile.admission import ADMISSION_MODE
+from fabricfit.reconcile.context import OperatorState, Views
+from fabricfit.reconcile.inventory import Holding, TopologyKey
+from fabricfit.reconcile.podevents import PodEventResult, ViewsOf, read_topology
 
 #: The Workload annotations fabricfit reads (the owner of a job's component, and its index).
 _KUEUE_OWNER_KEYS = frozenset(

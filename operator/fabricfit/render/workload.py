@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The operator never builds a pod template of its own: it takes the user's template, returns a
 new one with fabricfit's additions, and writes that back at the kind-specific path
-(:mod:`fabricfit.render.kinds`). Everything here is a function of its inputs, and every
+(:mod:`fabricfit.workloads`). Everything here is a function of its inputs, and every
 addition is *set-like* (a label value, a gate by name, an affinity term recognised by its
 selector), so rendering an already-rendered template changes nothing: a reconcile that runs
 twice, or after an operator restart, writes the same bytes.
@@ -24,7 +24,7 @@ What each mode adds (``advisory`` changes nothing):
 The API server only lets a *suspended, never started* Job (and the JobSet webhook a suspended
 JobSet) change template labels, annotations, node selector/affinity, tolerations and gates:
 pod affinity is immutable there. Callers therefore pass ``rail_group_key=None`` for those
-kinds (:func:`fabricfit.render.kinds.allows_pod_affinity`).
+kinds (:func:`fabricfit.workloads.allows_pod_affinity`).
 """
 
 from __future__ import annotations

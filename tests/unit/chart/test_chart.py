@@ -14,7 +14,7 @@ import yaml
 
 from fabricfit.cli.common import Parser
 from fabricfit.cli.run import configure
-from fabricfit.render.kinds import KINDS
+from fabricfit.workloads import KINDS
 from unit.chart.rendering import CHART, CI_VALUES, ROOT, of_kind, one, render, run_helm
 
 KUBERNETES_VERSION = "1.36"
@@ -390,8 +390,8 @@ def test_standalone_has_one_replica_and_no_budget() -> None:
 
 
 def test_fabric_profiles_become_a_mounted_configmap(tmp_path: Path) -> None:
-    from fabricfit.fabric.catalog import build_catalog, dump_profile
     from fabricfit.fabric.profiles import get_profile
+    from fabricfit.fabric.profiles.catalog import build_catalog, dump_profile
 
     profile = yaml.safe_load(dump_profile(get_profile("dgx-h100")))
     profile.pop("name")

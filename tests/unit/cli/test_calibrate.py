@@ -11,8 +11,8 @@ import pytest
 from fabricfit.calibrate.fit import predict
 from fabricfit.cli.calibrate import read_measurements
 from fabricfit.cli.main import main
-from fabricfit.fabric.catalog import parse_profile_file
 from fabricfit.fabric.profiles import FabricProfile, get_profile
+from fabricfit.fabric.profiles.catalog import parse_profile_file
 
 BANDWIDTH_FIELDS = (
     "nvlink_efficiency", "nvls_efficiency", "nic_efficiency", "pipeline_fill_loops",

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from fabricfit.cli.main import main
-from fabricfit.fabric.catalog import dump_profile
 from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.profiles.catalog import dump_profile
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 NODES = FIXTURES / "nodes" / "native-h100-16.json"

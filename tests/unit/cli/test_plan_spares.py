@@ -61,7 +61,7 @@ def test_text_names_the_spares(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_fabric_file_setting_applies_when_the_spec_says_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    preset = Path(__file__).resolve().parents[3] / "operator/fabricfit/fabric/presets"
+    preset = Path(__file__).resolve().parents[3] / "operator/fabricfit/fabric/profiles/presets"
     profile = (preset / "gb200-nvl72.yaml").read_text(encoding="utf-8")
     profile = profile.replace("name: gb200-nvl72", "name: site-nvl72").replace(
         "spare_nodes_per_nvlink_domain: 0", "spare_nodes_per_nvlink_domain: 1"

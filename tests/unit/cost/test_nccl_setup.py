@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from fabricfit.cost import Collective, CostError, GroupShape, estimate_shape, summarize_group
 from fabricfit.cost.nccl import algorithms
-from fabricfit.fabric.ncclsetup import MODEL_ALGORITHM, NCCL_ALGORITHMS, NCCL_PROTOCOLS
 from fabricfit.fabric.profiles import FabricProfile, get_profile
+from fabricfit.fabric.profiles.ncclsetup import MODEL_ALGORITHM, NCCL_ALGORITHMS, NCCL_PROTOCOLS
 from fabricfit.fabric.topology import GpuSlot
 
 H100 = get_profile("dgx-h100")

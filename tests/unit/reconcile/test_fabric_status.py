@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 from tests.unit.reconcile.test_same_decision import JOB, NAME, NAMESPACE, MemoryApi, node
 
-from fabricfit.fabric.catalog import build_catalog, dump_profile
 from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.profiles.catalog import build_catalog, dump_profile
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.service import reconcile
 
