@@ -18,11 +18,11 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricfit.api.constants import FINALIZER, GROUP, PLURAL, VERSION
+from fabricfit.api.constants import FINALIZER
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, one_line
 
 MAX_PASSES = 5
@@ -112,45 +112,45 @@ async def release_everything(
 
 
 async def _release_once(rest: Any, namespaces: Sequence[str | None], *, dry_run: bool) -> Released:
-    from fabricfit.kube.rest import path_for
+    from fabricfit.kube.pods import list_pods, patch_pod
+    from fabricfit.kube.topologies import list_topologies, patch_topology
     from fabricfit.render.pods import build_ungate_patch
 
     found = Released()
     for namespace in namespaces:
-        tt_path = path_for(f"{GROUP}/{VERSION}", PLURAL, namespace)
-        for tt in await rest.list(tt_path):
+        for tt in await list_topologies(rest, namespace):
             patch = finalizer_patch(tt)
-            if patch and await _apply(
-                rest, tt, f"{GROUP}/{VERSION}", PLURAL, patch, dry_run=dry_run
-            ):
+            if patch and await _apply(patch_topology, rest, tt, patch, dry_run=dry_run):
                 found.topologies.append(name_of(tt))
-        for pod in await rest.list(path_for("v1", "pods", namespace)):
+        for pod in await list_pods(rest, namespace):
             patch = build_ungate_patch(pod)
-            if patch and await _apply(rest, pod, "v1", "pods", patch, dry_run=dry_run):
+            if patch and await _apply(patch_pod, rest, pod, patch, dry_run=dry_run):
                 found.pods.append(name_of(pod))
     return found
 
 
+Patcher = Callable[[Any, str, str, list[dict[str, Any]]], Awaitable[object]]
+
+
 async def _apply(
+    patcher: Patcher,
     rest: Any,
     obj: Mapping[str, Any],
-    api_version: str,
-    plural: str,
     patch: list[dict[str, Any]],
     *,
     dry_run: bool,
 ) -> bool:
     """Patch ``obj``; False when it changed or vanished underneath (the next pass looks again)."""
-    from fabricfit.kube.rest import ApiError, path_for
+    from fabricfit.kube.pods import RACES
+    from fabricfit.kube.rest import ApiError
 
     if dry_run:
         return True
     meta = obj.get("metadata") or {}
-    path = path_for(api_version, plural, meta.get("namespace"), meta.get("name"))
     try:
-        await rest.patch(path, patch, "json")
+        await patcher(rest, str(meta.get("namespace") or ""), str(meta.get("name")), patch)
     except ApiError as err:
-        if err.status not in (404, 409, 422):
+        if err.status not in RACES:
             raise
         return False
     return True

@@ -170,27 +170,12 @@ def execute(args: argparse.Namespace) -> int:
 
 def kueue_served(kubeconfig: str | None) -> bool:
     """Whether the API server serves Kueue's API now (kopf is told which resources to watch
-    before it starts, so the Kueue handlers are registered or not once, here). An API server
-    that cannot be asked counts as not serving it; kopf then reports the connection itself."""
+    before it starts, so the Kueue handlers are registered or not once, here)."""
     import asyncio
 
-    from kubernetes.config import ConfigException
+    from fabricfit.kube.kueue import serves_kueue_at
 
-    from fabricfit.kube.kueue import serves_kueue
-    from fabricfit.kube.rest import ApiError, Rest, load_credentials
-
-    async def ask() -> bool:
-        rest = Rest(load_credentials(kubeconfig))
-        try:
-            return await serves_kueue(rest)
-        finally:
-            await rest.close()
-
-    try:
-        return asyncio.run(ask())
-    except (ApiError, OSError, ConfigException) as err:
-        logging.getLogger("fabricfit").warning("cannot ask for Kueue's API: %s", err)
-        return False
+    return asyncio.run(serves_kueue_at(kubeconfig))
 
 
 def add_peering_startup(

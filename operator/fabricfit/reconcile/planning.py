@@ -24,7 +24,7 @@ from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.nodes import read_node_facts
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.kube.workloads import patch_status
+from fabricfit.kube.topologies import patch_status
 from fabricfit.placement import (
     PlacementDecision,
     PlacementRequest,
