@@ -45,12 +45,13 @@ from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.profiles.choice import choose_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.layout import validate_layout
-from fabricfit.placement.request import PlacementRequest, request_from_spec
+from fabricfit.placement.request import PlacementRequest, TemplateError, request_from_spec
 from fabricfit.workloads import KINDS, expected_pods, kind_named, pod_templates, rank_template
 
 __all__ = [
     "Admission",
     "admit",
+    "admit_workload",
     "build_request",
     "choose_fabric",
     "describe_validation_error",
@@ -90,6 +91,21 @@ def admit(
     spec, problems = parse_spec(raw_spec, require_workload=require_workload)
     if spec is None or problems:
         return Admission(spec, problems=problems)
+    return admit_workload(
+        raw_spec, spec, workload, require_workload=require_workload, claims=claims
+    )
+
+
+def admit_workload(
+    raw_spec: object,
+    spec: TrainingTopologySpec,
+    workload: Mapping[str, Any] | None,
+    *,
+    require_workload: bool = True,
+    claims: ClaimObjects | None = None,
+) -> Admission:
+    """Steps 2–4 for a spec :func:`parse_spec` accepted (the operator parses first, to know
+    which workload to read): ``gpusPerPod`` settled, the workload checked, the request built."""
     kind = spec.workload_ref.kind if spec.workload_ref is not None else ""
     template = rank_template(kind, workload)
     settled, problems = settle_gpus_per_pod(
@@ -225,7 +241,7 @@ def build_request(
     """(request, "") or (None, why the pod template cannot be read)."""
     try:
         return request_from_spec(spec, template), ""
-    except ValueError as err:
+    except TemplateError as err:
         return None, f"pod template: {err}"
 
 
