@@ -79,9 +79,11 @@ bench-scale: venv cluster-build
 bench-kueue: venv cluster-build
 	$(BIN)/python benchmarks/kueue_side_by_side.py $(KUEUE_ARGS)
 
+# The files generated from the models and the registries (label schemes, workload kinds): the
+# CRD, and the chart's copy of it, its workload-kind RBAC rules and its label-scheme enum.
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml
-	cp crds/trainingtopologies.fabricfit.dev.yaml charts/fabricfit/files/crds/
+	$(BIN)/fabricfit crd --chart charts/fabricfit
 
 # Plain manifests for users without helm, rendered from the chart (a test checks they match).
 deploy: cluster-build

@@ -61,7 +61,8 @@ RBAC rules on the namespaced resources the operator watches and changes. Exactly
 code uses: kopf lists and watches TrainingTopologies, pods; kopf patches TrainingTopologies
 (finalizer, progress annotations) and the operator patches their status; the operator reads a
 TrainingTopology when a gated pod appears (get), patches pods (pin, ungate, label), reads and
-patches the workloads (get, patch), creates, reads and deletes the ComputeDomains of jobs that
+patches the workloads (get, patch; files/workload-rules.yaml, generated from the workload-kind
+registry by `make crd`), creates, reads and deletes the ComputeDomains of jobs that
 span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), reads the
 ResourceClaimTemplates their pods claim GPUs through (get), and kopf posts Events (create).
 */}}
@@ -75,21 +76,7 @@ ResourceClaimTemplates their pods claim GPUs through (get), and kopf posts Event
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "patch"]
-- apiGroups: ["batch"]
-  resources: ["jobs"]
-  verbs: ["get", "patch"]
-- apiGroups: ["jobset.x-k8s.io"]
-  resources: ["jobsets"]
-  verbs: ["get", "patch"]
-- apiGroups: ["kubeflow.org"]
-  resources: ["pytorchjobs"]
-  verbs: ["get", "patch"]
-- apiGroups: ["leaderworkerset.x-k8s.io"]
-  resources: ["leaderworkersets"]
-  verbs: ["get", "patch"]
-- apiGroups: ["trainer.kubeflow.org"]
-  resources: ["trainjobs"]
-  verbs: ["get", "patch"]
+{{ .Files.Get "files/workload-rules.yaml" }}
 - apiGroups: ["resource.nvidia.com"]
   resources: ["computedomains"]
   verbs: ["get", "create", "delete"]

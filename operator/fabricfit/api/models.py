@@ -47,7 +47,6 @@ OPTIONAL_DNS_SUBDOMAIN_PATTERN = rf"^({_DNS_SUBDOMAIN})?$"
 LABEL_KEY_PATTERN = rf"^({_DNS_SUBDOMAIN}/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 API_VERSION_PATTERN = rf"^({_DNS_SUBDOMAIN}/)?v[0-9]+((alpha|beta)[0-9]+)?$"
 KIND_PATTERN = r"^[A-Z][A-Za-z0-9]*$"
-LabelSchemeName = Literal["auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave"]
 LabelValue = Annotated[
     str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
@@ -90,9 +89,7 @@ class WorkloadRef(SpecModel):
         min_length=1,
         max_length=63,
         pattern=KIND_PATTERN,
-        description=(
-            "Kind of the workload: Job, JobSet, PyTorchJob, LeaderWorkerSet, TrainJob or Pod."
-        ),
+        description="Kind of the workload.",
     )
     name: str = Field(
         default="",
@@ -258,8 +255,11 @@ class TrainingTopologySpec(SpecModel):
             "Fabric preset or profile name; defaults to the node label or the operator default."
         ),
     )
-    label_scheme: LabelSchemeName = Field(
-        default="auto", description="Which node labels describe the fabric."
+    label_scheme: str = Field(
+        default="auto",
+        max_length=63,
+        pattern=DNS_LABEL_PATTERN,
+        description="Which node labels describe the fabric.",
     )
     queue_name: str | None = Field(
         default=None,

@@ -14,11 +14,11 @@ import argparse
 import json
 from typing import Any
 
-from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, Parser
 from fabricfit.cli.dra import add_dra_arguments, read_dra
 from fabricfit.cli.inputs import read_objects
 from fabricfit.fabric.detection import Detection, count_of, describe, detect_tiers
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
 
 MAX_LISTED = 20  # nodes without labels named in the text output; --json lists all

@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_name
 from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
@@ -33,6 +32,7 @@ from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
 from fabricfit.fabric.profiles.catalog import Catalog
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.nvlink_span import decision_span

@@ -17,10 +17,11 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, LABEL_SCHEMES
+from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
 from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
 from fabricfit.cli.fabrics import read_profile_dir
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.kube.peering import parse_priority
 
 DEFAULT_FABRIC_DIR = "/etc/fabricfit/fabrics"

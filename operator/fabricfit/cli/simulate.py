@@ -22,12 +22,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.cli.common import EXIT_OK, UsageError, profile_name
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile
 from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.profiles.choice import FabricChoiceError, choose_profile
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.simulation import (

@@ -43,6 +43,7 @@ from fabricfit.fabric.pods import pod_gpu_request
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.profiles.choice import choose_profile
+from fabricfit.fabric.schemes import NAMES as SCHEME_NAMES
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.layout import validate_layout
 from fabricfit.placement.request import PlacementRequest, TemplateError, request_from_spec
@@ -130,6 +131,9 @@ def parse_spec(
         spec = TrainingTopologySpec.model_validate(raw if raw is not None else {})
     except ValidationError as err:
         return None, (describe_validation_error(err),)
+    if spec.label_scheme not in SCHEME_NAMES:  # the CRD's enum, from the scheme registry
+        return None, (f"spec.labelScheme: must be one of {_one_of(SCHEME_NAMES)}, got "
+                      f"{shorten(spec.label_scheme)}",)  # fmt: skip
     # The API server's verdict first; the layout's own checks only once it accepts the spec
     # (several restate a CEL rule in other words).
     problems = violations(spec, require_workload=require_workload)
@@ -256,6 +260,12 @@ def describe_validation_error(err: ValidationError) -> str:
     if first["type"] in ("missing", "extra_forbidden", "value_error"):
         return f"{where}: {text}"
     return f"{where}: {text}, got {shorten(first.get('input'))}"
+
+
+def _one_of(names: tuple[str, ...]) -> str:
+    """``'a', 'b' or 'c'``, as pydantic words a closed choice."""
+    quoted = [f"'{name}'" for name in names]
+    return ", ".join(quoted[:-1]) + f" or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
 
 
 def _field(part: object) -> str:

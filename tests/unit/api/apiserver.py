@@ -19,9 +19,12 @@ import celpy
 import jsonschema
 import yaml
 
-from fabricfit.api.crd import build_crd
+from fabricfit.api.crd import Registries, build_crd
+from fabricfit.fabric.schemes import NAMES as _SCHEMES
+from fabricfit.workloads import KINDS as _KINDS
 
 ROOT = Path(__file__).resolve().parents[3]
+REGISTRIES = Registries(_SCHEMES, tuple(_KINDS))
 SAMPLES = ROOT / "deploy" / "samples"
 CEL_ENV = celpy.Environment()
 
@@ -32,7 +35,7 @@ def _program(rule: str) -> Any:
 
 
 def openapi_schema() -> dict[str, Any]:
-    version = build_crd()["spec"]["versions"][0]
+    version = build_crd(REGISTRIES)["spec"]["versions"][0]
     schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
     return schema
 
