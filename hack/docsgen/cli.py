@@ -29,7 +29,7 @@ def render_page() -> str:
     lines += ["## Exit codes", "", f"Every subcommand: {cell(codes, in_table=False)}.", ""]
     lines += table(["subcommand", "what it does"], _summary())
     for name, description in cli_main.SUBCOMMANDS.items():
-        lines += _subcommand(f"fabricfit {name}", description, _parser(name))
+        lines += _subcommand(f"fabricfit {name}", description, parser_of(name))
     return page(lines)
 
 
@@ -40,7 +40,7 @@ def _summary() -> list[list[str]]:
     ]
 
 
-def _parser(name: str) -> argparse.ArgumentParser:
+def parser_of(name: str) -> argparse.ArgumentParser:
     """The parser ``fabricfit NAME`` parses its arguments with (as cli.main builds it)."""
     module = importlib.import_module(f"fabricfit.cli.{name}")
     parser = Parser(prog=f"fabricfit {name}", description=cli_main.SUBCOMMANDS[name])
