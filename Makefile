@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy tools clean
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy docs docs-ref docs-serve tools clean
 
 venv: $(STAMP)
 
@@ -36,11 +36,13 @@ cluster-build:
 e2e: venv cluster-build tools
 	$(BIN)/pytest -m "e2e and not slow" -q
 
-# Everything but the long runs: lint, unit and e2e tests. The README's test command; CI runs it.
+# Everything but the long runs: lint, the docs site (strict: links and anchors), unit and e2e
+# tests. The README's test command; CI runs it.
 test: venv cluster-build tools
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
+	$(MKDOCS) build --strict --quiet
 	$(BIN)/pytest -m "not slow" -q
 
 # The long runs (marked slow): whole-process fuzzing under a memory cap, fault and load tests.
@@ -85,9 +87,21 @@ crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml
 	$(BIN)/fabricfit crd --chart charts/fabricfit
 
+# The documentation site (mkdocs.yml): strict, so a broken link or anchor fails; nothing is fetched.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+docs: venv
+	$(MKDOCS) build --strict
+
+docs-serve: venv
+	$(MKDOCS) serve --strict --dev-addr 127.0.0.1:8000
+
+# Regenerate docs/reference/ from the code (a unit test fails while a page is stale).
+docs-ref: venv cluster-build
+	PYTHONPATH=hack $(BIN)/python -m docsgen
+
 # Plain manifests for users without helm, rendered from the chart (a test checks they match).
 deploy: cluster-build
 	hack/render-deploy.sh
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis site
