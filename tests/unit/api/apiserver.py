@@ -70,7 +70,7 @@ def _failures(schema: dict[str, Any], value: Any, old: Any) -> Iterator[str]:
         if "oldSelf" in rule["rule"] and old is None:
             continue
         if not _holds(rule["rule"], value, old):
-            yield rule["message"]
+            yield _message(rule, value)
     if isinstance(value, dict):
         for name, sub in schema.get("properties", {}).items():
             if name in value:
@@ -79,6 +79,19 @@ def _failures(schema: dict[str, Any], value: Any, old: Any) -> Iterator[str]:
     elif isinstance(value, list) and "items" in schema:
         for item in value:
             yield from _failures(schema["items"], item, None)
+
+
+def _message(rule: dict[str, Any], value: Any) -> str:
+    """``messageExpression``'s string when it has one and it evaluates, else ``message`` (as
+    the API server falls back)."""
+    expression = rule.get("messageExpression")
+    if expression is None:
+        return str(rule["message"])
+    try:
+        result = _program(expression).evaluate({"self": celpy.json_to_cel(value)})
+    except celpy.CELEvalError:
+        return str(rule["message"])
+    return str(result) if isinstance(result, str) else str(rule["message"])
 
 
 def _holds(rule: str, value: Any, old: Any) -> bool:
