@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 
 from fabricfit.api.constants import FINALIZER, GROUP, PLURAL, VERSION
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, one_line
+from fabricfit.cli.output import add_output_arguments, emit, output_format
 
 MAX_PASSES = 5
 EXIT_INTERNAL = 3
@@ -46,7 +46,7 @@ def configure(parser: Parser) -> None:
         "-n", "--namespace", action="append", default=[], metavar="NS", help="only NS (repeatable)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print what would be released")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
     parser.add_argument(
         "--settle-seconds",
         type=float,
@@ -80,7 +80,7 @@ def execute(args: argparse.Namespace) -> int:
     except Exception as err:  # ApiError, bad credentials, unreachable cluster
         print(one_line(f"fabricfit release: {type(err).__name__}: {err}"), file=sys.stderr)
         return EXIT_INTERNAL
-    _report(released, dry_run=args.dry_run, as_json=args.json)
+    _report(released, dry_run=args.dry_run, fmt=output_format(args))
     return EXIT_OK
 
 
@@ -156,14 +156,14 @@ async def _apply(
     return True
 
 
-def _report(released: Released, *, dry_run: bool, as_json: bool) -> None:
-    if as_json:
+def _report(released: Released, *, dry_run: bool, fmt: str | None) -> None:
+    if fmt is not None:
         body = {
             "dryRun": dry_run,
             "topologies": list(dict.fromkeys(released.topologies)),
             "pods": list(dict.fromkeys(released.pods)),
         }
-        print(json.dumps(body))
+        emit(body, fmt)
         return
     verb = "would release" if dry_run else "released"
     for name in released.topologies:
