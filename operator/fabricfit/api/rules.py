@@ -177,12 +177,14 @@ SPEC = (
             or spec.world_size % spec.gpus_per_pod == 0
         ),
         # Evaluated only when the rule fails, so within the pod limit: no int64 overflow.
+        # format(), not string(): the API server estimates string(int) as unbounded and refuses
+        # the CRD; format is CEL's strings extension v2, served since Kubernetes 1.29
+        # (k8s.io/apiserver@v0.36.3/pkg/cel/environment/base.go:125-128).
         message_expression=(
-            "'world size tensor·pipeline·data·context = ' + string(self.parallelism.tensor)"
-            " + '·' + string(self.parallelism.pipeline) + '·' + string(self.parallelism.data)"
-            " + '·' + string(self.parallelism.context) + ' = ' + string("
-            f"{_WORLD}) + ' is not a multiple of gpusPerPod ' + string(self.gpusPerPod)"
-            " + ': every pod must carry a full block of ranks'"
+            "'world size tensor·pipeline·data·context = %d·%d·%d·%d = %d is not a multiple"
+            " of gpusPerPod %d: every pod must carry a full block of ranks'.format(["
+            "self.parallelism.tensor, self.parallelism.pipeline, self.parallelism.data,"
+            f" self.parallelism.context, {_WORLD}, self.gpusPerPod])"
         ),
         explain=lambda spec: (
             f"world size tensor·pipeline·data·context = {spec.parallelism.tensor}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,10 +89,20 @@ def _message(rule: dict[str, Any], value: Any) -> str:
     if expression is None:
         return str(rule["message"])
     try:
-        result = _program(expression).evaluate({"self": celpy.json_to_cel(value)})
+        program = CEL_ENV.program(CEL_ENV.compile(expression), functions={"format": _format})
+        result = program.evaluate({"self": celpy.json_to_cel(value)})
     except celpy.CELEvalError:
         return str(rule["message"])
     return str(result) if isinstance(result, str) else str(rule["message"])
+
+
+def _format(template: Any, args: Any) -> Any:
+    """``string.format(list)`` of CEL's strings extension (which cel-python lacks), for the
+    ``%d`` and ``%s`` verbs the CRD's messages use."""
+    text = str(template)
+    for arg in args:
+        text = re.sub(r"%[ds]", lambda _m, arg=arg: str(arg), text, count=1)
+    return celpy.celtypes.StringType(text)
 
 
 def _holds(rule: str, value: Any, old: Any) -> bool:
