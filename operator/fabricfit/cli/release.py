@@ -26,7 +26,7 @@ from fabricfit.cli.common import EXIT_OK, Parser, UsageError, one_line
 from fabricfit.cli.output import add_output_arguments, emit, output_format
 
 MAX_PASSES = 5
-EXIT_INTERNAL = 3
+EXIT_REFUSED = 1  # the API server refused, or could not be reached (a kubeconfig problem is 2)
 
 
 @dataclass
@@ -72,22 +72,43 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from fabricfit.cli.kubeconfig import credentials
+    from fabricfit.kube.rest import ApiError
+
     if args.settle_seconds < 0:
         raise UsageError("--settle-seconds must not be negative")
     namespaces: Sequence[str | None] = [None] if args.all else list(args.namespace)
+    found = credentials(args.kubeconfig)  # UsageError (exit 2) for any kubeconfig problem
     try:
-        released = asyncio.run(_release_all(args, namespaces))
-    except Exception as err:  # ApiError, bad credentials, unreachable cluster
-        print(one_line(f"fabricfit release: {type(err).__name__}: {err}"), file=sys.stderr)
-        return EXIT_INTERNAL
+        released = asyncio.run(_release_all(found, args, namespaces))
+    except ApiError as err:  # the cluster said no, or could not be reached
+        print(
+            one_line(f"fabricfit release: {describe_api_error(err, found.host)}"), file=sys.stderr
+        )
+        return EXIT_REFUSED
     _report(released, dry_run=args.dry_run, fmt=output_format(args))
     return EXIT_OK
 
 
-async def _release_all(args: argparse.Namespace, namespaces: Sequence[str | None]) -> Released:
-    from fabricfit.kube.rest import Rest, load_credentials
+def describe_api_error(err: Any, host: str) -> str:
+    """What went wrong with the API server, in words (no Python exception names)."""
+    if err.status:
+        return f"the API server {host} refused: {err.status} {err.reason}: {err.message}"
+    cause = err.__cause__
+    verify = getattr(getattr(cause, "certificate_error", None), "verify_message", None)
+    if verify:
+        return f"the API server {host} is not trusted: certificate verify failed: {verify}"
+    os_error = getattr(cause, "os_error", None)
+    reason = getattr(os_error, "strerror", None) or "no answer"
+    return f"cannot reach the API server {host}: {reason}"
 
-    rest = Rest(load_credentials(args.kubeconfig))
+
+async def _release_all(
+    found: Any, args: argparse.Namespace, namespaces: Sequence[str | None]
+) -> Released:
+    from fabricfit.kube.rest import Rest
+
+    rest = Rest(found)
     try:
         return await release_everything(
             rest, namespaces, dry_run=args.dry_run, settle_seconds=args.settle_seconds
