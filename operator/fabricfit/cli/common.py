@@ -15,9 +15,9 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 EXIT_CODES_EPILOG = (
-    "exit codes: 0 placed / ok, 1 does not fit (or, for crd --check, out of date), "
-    "2 invalid input (one line on stderr), 3 internal error (one line; set FABRICFIT_DEBUG=1 "
-    "for the traceback)"
+    "exit codes: 0 placed / ok, 1 does not fit (crd --check: out of date; release: the API "
+    "server refused or did not answer), 2 invalid input (one line on stderr), 3 internal error "
+    "(one line; set FABRICFIT_DEBUG=1 for the traceback), 141 stdout closed by its reader"
 )
 
 

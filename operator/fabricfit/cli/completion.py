@@ -10,7 +10,7 @@ schemes, placers, algorithms, output formats), the fabric presets for an option 
 is completed as a file name. :mod:`fabricfit.cli.completionscripts` writes that model as a
 script of the chosen shell; the script holds every name, so completing never starts Python.
 
-Install (also in ``docs/reference/cli-conventions.md``)::
+Install (also on the docs site's CLI conventions page)::
 
     bash:  source <(fabricfit completion bash)          # or save it to
            # ~/.local/share/bash-completion/completions/fabricfit
@@ -56,10 +56,16 @@ class Command:
     positional_files: bool = False  # calibrate's LOG files
 
 
+INSTALL = (
+    "install: bash: source <(fabricfit completion bash); zsh: fabricfit completion zsh > "
+    '"${fpath[1]}/_fabricfit"; fish: fabricfit completion fish > '
+    "~/.config/fish/completions/fabricfit.fish"
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "shell", choices=SHELLS, metavar="shell", help="the shell to complete in: bash, zsh or fish"
-    )
+    parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    parser.epilog = f"{INSTALL}. {parser.epilog}"
 
 
 def execute(args: argparse.Namespace) -> int:

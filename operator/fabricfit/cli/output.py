@@ -40,7 +40,6 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         dest="output_format",
         choices=FORMATS,
-        metavar="FORMAT",
         help="print one object as json or yaml (the --json object) instead of text",
     )
 
