@@ -32,6 +32,10 @@ FLAGS = {
         ["calibrate", LOG, "--collective", "all-reduce", "--fabric", "dgx-a10"],
         "fabricfit calibrate: unknown fabric profile 'dgx-a10' (did you mean dgx-a100?)",
     ),
+    "preset in run": (
+        ["run", "--fabric", "dgx-h10", "--fabric-dir", "/nonexistent"],
+        "fabricfit run: --fabric: unknown fabric profile 'dgx-h10' (did you mean dgx-h100?)",
+    ),
     "label scheme": (
         ["inspect", "--nodes", NODES, "--label-scheme", "topgraph"],
         "fabricfit inspect: unknown --label-scheme 'topgraph' (did you mean topograph?)",
