@@ -34,6 +34,7 @@ cache=${FABRICFIT_CACHE:-$HOME/.cache/fabricfit}
 store=$cache/containers
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml" | head -n 1)
 image="docker.io/library/fabricfit:$version"
+build_stage="localhost/fabricfit-build-stage:latest"
 archive="$root/dist/fabricfit-$version.oci.tar"
 started=$SECONDS
 
@@ -158,20 +159,27 @@ pip_secrets() {
 }
 
 build() {
-  local previous
-  previous=$("${bah[@]}" inspect --type image --format '{{.FromImageID}}' "$image" 2>/dev/null || true)
   pip_secrets
+  local bud=(bud --isolation chroot --pull-never --layers --file "$root/Dockerfile"
+             --build-arg "PYTHON_IMAGE=$base" --build-arg "VERSION=$version" "${secrets[@]}")
   say "building $image from the Dockerfile on $base"
   # chroot isolation: RUN needs no namespaces, cgroups or rlimits, so it works inside a
-  # container or VM where an OCI runtime's defaults are refused.
-  logged "buildah bud" "${bah[@]}" bud --isolation chroot --pull-never \
-    --build-arg "PYTHON_IMAGE=$base" --build-arg "VERSION=$version" \
-    "${secrets[@]}" --tag "$image" --file "$root/Dockerfile" "$root"
-  # The image this one replaces (now untagged) and nothing else: the store stays one base and
-  # one image.
-  if [ -n "$previous" ] && [ "$previous" != "$("${bah[@]}" inspect --type image --format '{{.FromImageID}}' "$image")" ]; then
-    "${bah[@]}" rmi "$previous" >/dev/null 2>&1 || true
-  fi
+  # container or VM where an OCI runtime's defaults are refused. --layers keeps each step's
+  # result; the build stage, tagged, keeps its dependencies' layer from being pruned below,
+  # so a change to the operator's code reinstalls only the package.
+  logged "buildah bud --target build" "${bah[@]}" "${bud[@]}" --target build --tag "$build_stage" "$root"
+  logged "buildah bud" "${bah[@]}" "${bud[@]}" --tag "$image" "$root"
+  prune
+}
+
+# Earlier builds' layers: images with no name that no named image builds on, until none is left
+# (removing one can leave its parent so).
+prune() {
+  local ids
+  while ids=$("${bah[@]}" images --all --quiet --no-trunc --filter dangling=true) && [ -n "$ids" ]; do
+    # shellcheck disable=SC2086 # one image ID per word
+    "${bah[@]}" rmi $ids >/dev/null 2>&1 || break
+  done
 }
 
 # The OCI archive, named for both conventions: org.opencontainers.image.ref.name (podman,

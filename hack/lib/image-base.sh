@@ -51,7 +51,7 @@ debian_base_ref() {
 }
 
 bootstrap_debian_base() {
-  local recipe sources config ref rootfs ctr mnt old
+  local recipe sources config ref rootfs ctr mnt old started=$SECONDS
   command -v mmdebstrap >/dev/null 2>&1 || die "mmdebstrap is missing (hack/image.sh installs it with apt-get)"
   debian_base_recipe
   ref=$(debian_base_ref)
@@ -70,4 +70,5 @@ bootstrap_debian_base() {
   for old in $("${bah[@]}" images --format '{{.Name}}:{{.Tag}}' | grep '^localhost/fabricfit-base:' || true); do
     [ "$old" = "$ref" ] || "${bah[@]}" rmi "$old" >/dev/null 2>&1 || true
   done
+  say "bootstrapped $ref in $((SECONDS - started)) s"
 }
