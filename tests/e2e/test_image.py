@@ -209,13 +209,15 @@ def chart_pod(liveness: int, metrics: int) -> dict[str, Any]:
     return dict(deployment["spec"]["template"]["spec"])
 
 
-def prepare_bundle(bundle: Path, pod: dict[str, Any], kubeconfig: Path, tmp_path: Path) -> None:
-    """Point the bundle's runtime spec at the pod, with a copy of the kubeconfig that only the
-    container's user can read."""
+def prepare_bundle(bundle: Path, pod: dict[str, Any], kubectl: list[str], tmp_path: Path) -> None:
+    """Point the bundle's runtime spec at the pod, with the kubeconfig flattened (certificates
+    inline: the container sees no other file) and readable only by the container's user."""
     spec = json.loads((bundle / "config.json").read_text())
     readable = tmp_path / "kubeconfig"
     spec = runtime_spec(spec, pod, readable)
-    shutil.copyfile(kubeconfig, readable)
+    flat = subprocess.run([*kubectl, "config", "view", "--flatten", "--minify"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+    readable.write_bytes(flat)
     os.chown(readable, spec["process"]["user"]["uid"], spec["process"]["user"]["gid"])
     readable.chmod(0o400)
     (bundle / "config.json").write_text(json.dumps(spec))
@@ -249,7 +251,7 @@ def test_the_image_places_a_job_as_the_chart_runs_it(
     archive: Path,
     bundle: Path,
     operator: OperatorProcess,
-    kubeconfig: Path,
+    kubectl: list[str],
     core: Any,
     custom: Any,
     batch: Any,
@@ -257,7 +259,7 @@ def test_the_image_places_a_job_as_the_chart_runs_it(
     tmp_path: Path,
 ) -> None:
     liveness, metrics = free_port(), free_port()
-    prepare_bundle(bundle, chart_pod(liveness, metrics), kubeconfig, tmp_path)
+    prepare_bundle(bundle, chart_pod(liveness, metrics), kubectl, tmp_path)
     log_path = tmp_path / "container.log"
     operator.stop()  # only the image's operator may act during this test
     try:
