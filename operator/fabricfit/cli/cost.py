@@ -3,8 +3,8 @@
 The ranks are the first G GPUs of each of N nodes, nodes packed into NVLink domains in order
 (a gb200-nvl72 node is a 4-GPU compute tray, 18 per NVL72 domain; a TPU node is a host of 4
 chips in one slice). GPU j of a node uses rail ``j·K/gpus_per_node``; nodes form rail groups of
-256 GPUs rounded up to whole NVLink domains (a DGX SuperPOD scalable unit: 32 DGX nodes under 8
-rail leaves, scaling-book gpus.md) under one spine. The output ends with how right the model
+the profile's ``nodes_per_rail_group`` (256 GPUs rounded up to whole NVLink domains, a DGX
+SuperPOD scalable unit) under one spine. The output ends with how right the model
 was on the published rows of the prediction's regime (``cli.regimes``). Imports no kopf and no
 Kubernetes client.
 """
@@ -27,7 +27,6 @@ from fabricfit.fabric.topology import GpuSlot
 
 MAX_NODES = 65_536
 MAX_SIZE_BYTES = 2**50
-SU_GPUS = 256  # DGX SuperPOD scalable unit (scaling-book gpus.md)
 
 
 def configure(parser: Parser) -> None:
@@ -126,18 +125,17 @@ def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
 def build_group(profile: FabricProfile, nodes: int, gpus: int) -> list[GpuSlot]:
     """The first ``gpus`` GPUs of ``nodes`` nodes, packed into NVLink domains in order."""
     per_domain_nodes = profile.nodes_per_nvlink_domain
-    su_domains = max(1, -(-SU_GPUS // profile.gpus_per_nvlink_domain))
+    per_group_nodes = profile.nodes_per_rail_group
     slots = []
     for n in range(nodes):
-        domain = n // per_domain_nodes
         for j in range(gpus):
             slots.append(
                 GpuSlot(
                     node=f"node-{n}",
                     gpu=j,
                     rail=j * profile.nics_per_node // profile.gpus_per_node,
-                    nvlink_domain=f"domain-{domain}",
-                    rail_group=f"su-{domain // su_domains}",
+                    nvlink_domain=f"domain-{n // per_domain_nodes}",
+                    rail_group=f"su-{n // per_group_nodes}",
                     spine="spine-0",
                 )
             )
