@@ -1,14 +1,25 @@
 """Scale terms: what they do to a prediction, when the fitter may fit them, and that it recovers
-them from rows they made. Rail groups: calibrate lays a run out as ``fabricfit cost`` does."""
+them from rows they made; which rows a fit takes; the error by node count, fitted and held out.
+Rail groups: calibrate lays a run out as ``fabricfit cost`` does."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
 from fabricfit.calibrate.fields import SCALE_FITTABLE, fittable_fields
 from fabricfit.calibrate.fit import Measurement, fit_profile, predict, shape_of
+from fabricfit.calibrate.scale import (
+    MAX_FIT_ROWS,
+    MAX_FOLDS,
+    MIN_ROWS_PER_RUN,
+    ROWS_PER_RUN,
+    by_node_count,
+    folds,
+    split_rows,
+)
 from fabricfit.cli.cost import build_group
 from fabricfit.cost import Collective
 from fabricfit.cost.collectives import estimate_shape
@@ -92,3 +103,44 @@ def test_a_measured_run_crosses_rail_groups_where_cost_says_it_does(name: str, n
     shape = shape_of(Measurement(Collective.ALL_REDUCE, 8, nodes, gpus, 1.0, 1.0), profile)
     assert shape == summarize_group(build_group(profile, nodes, gpus))
     assert shape.crosses_spine and shape.rail_groups == 2
+
+
+def _run(source: str, sizes: list[int], nodes: int = 1) -> list[Measurement]:
+    return [Measurement(Collective.ALL_GATHER, s, nodes, 8, 1.0, 10.0, source) for s in sizes]
+
+
+def test_a_fit_takes_a_runs_rows_spread_over_log_size() -> None:
+    dense = _run("dense.log", [i << 20 for i in range(1, 1025)])
+    fit, held = split_rows(dense)
+    assert len(fit) == ROWS_PER_RUN and len(held) == 1024 - ROWS_PER_RUN
+    sizes = sorted(m.size_bytes for m in fit)
+    assert sizes[0] == 1 << 20 and sizes[-1] == 1024 << 20  # both ends
+    # evenly in log size: about as many picks below 32 MiB as above it
+    assert 6 <= sum(s < 32 << 20 for s in sizes) <= 10
+    short = _run("short.log", [8 << i for i in range(ROWS_PER_RUN)])
+    assert split_rows(short) == (short, [])
+    many = [m for r in range(40) for m in _run(f"r{r}.log", [8 << i for i in range(20)])]
+    fit, held = split_rows(many)
+    assert len(fit) == 40 * max(MIN_ROWS_PER_RUN, MAX_FIT_ROWS // 40) and len(fit) <= MAX_FIT_ROWS
+
+
+def test_node_counts_are_left_out_one_at_a_time_or_in_eight_folds() -> None:
+    assert folds([(1, 8), (2, 8), (2, 8)]) == [[(1, 8)], [(2, 8)]]
+    counts = [(n, 8) for n in range(1, 21)]
+    dealt = folds(counts)
+    assert len(dealt) == MAX_FOLDS and sorted(k for f in dealt for k in f) == counts
+
+
+def test_the_error_by_node_count_holds_each_count_out_of_its_own_fit() -> None:
+    truth = dataclasses.replace(A100, scaleout_decay=0.3)
+    rows = [m for n in (1, 4, 16) for m in _rows(truth, n)]
+    result = fit_profile(A100, rows, scale=True)
+    found = {e.label: e for e in by_node_count(A100, rows, [], result)}
+    assert set(found) == {"1x8", "4x8", "16x8"}
+    # fitted on every node count the model that made the rows is found again; the 16-node
+    # rows, held out, are predicted from a decay fitted on 1 and 4 nodes only: no decay at all
+    assert found["16x8"].fitted_worst < 0.03
+    assert found["16x8"].held_out_worst > 0.2
+    assert found["1x8"].held_out_worst < 0.03  # nothing about one node depends on the others
+    single = by_node_count(A100, _rows(truth, 4), [], fit_profile(A100, _rows(truth, 4)))
+    assert math.isnan(single[0].held_out_median)
