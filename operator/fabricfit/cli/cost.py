@@ -5,7 +5,8 @@ The ranks are the first G GPUs of each of N nodes, nodes packed into NVLink doma
 chips in one slice). GPU j of a node uses rail ``j·K/gpus_per_node``; nodes form rail groups of
 the profile's ``nodes_per_rail_group`` (256 GPUs rounded up to whole NVLink domains, a DGX
 SuperPOD scalable unit) under one spine. The output ends with how right the model
-was on the published rows of the prediction's regime (``cli.regimes``). Imports no kopf and no
+was on the published rows of the prediction's regime, rows of the preset's own hardware family
+only, and at scale what the held-out rows say (``cli.regimes``). Imports no kopf and no
 Kubernetes client.
 """
 
@@ -15,7 +16,7 @@ import argparse
 import dataclasses
 import json
 
-from fabricfit.calibrate.regimes import RegimeAccuracy
+from fabricfit.calibrate.published import RegimeReport
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cli.fabrics import read_profile_file
 from fabricfit.cli.regimes import measured_accuracy
@@ -146,7 +147,7 @@ def _render(
     profile: FabricProfile,
     estimate: CollectiveEstimate,
     args: argparse.Namespace,
-    found: RegimeAccuracy | None,
+    found: RegimeReport,
 ) -> str:
     rows = [
         ("fabric", profile.name),
@@ -157,7 +158,7 @@ def _render(
         ("algbw", f"{estimate.algbw_gb_per_s:,.2f} GB/s"),
         ("busbw", f"{estimate.busbw_gb_per_s:,.2f} GB/s"),
         ("bottleneck", estimate.bottleneck),
-        ("measured", found.describe() if found else "no published rows in this regime"),
+        ("measured", found.describe()),
     ]
     return "\n".join(f"{key:<11} {value}" for key, value in rows)
 
@@ -179,7 +180,9 @@ def execute(args: argparse.Namespace) -> int:
         estimate = estimate_collective(collective, size, group, profile, algorithm=args.algorithm)
     except CostError as err:
         raise UsageError(str(err)) from None
-    found = measured_accuracy(collective, size, args.nodes, profile)
+    # judged on the preset's own hardware family (with --nics-per-node: the preset's rows)
+    judged_on = get_profile(args.fabric) if args.fabric is not None else profile
+    found = measured_accuracy(collective, size, args.nodes, judged_on)
     if args.json:
         body = {
             "fabric": profile.name,
@@ -194,7 +197,7 @@ def execute(args: argparse.Namespace) -> int:
             "algbw_gb_per_s": estimate.algbw_gb_per_s,
             "busbw_gb_per_s": estimate.busbw_gb_per_s,
             "bottleneck": estimate.bottleneck,
-            "accuracy": found.record() if found else None,
+            "accuracy": found.record(),
         }
         print(json.dumps(body, sort_keys=True))
     else:
