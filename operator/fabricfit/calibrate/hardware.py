@@ -189,12 +189,11 @@ def apply_log_facts(
     notes: list[str] = []
     changes: dict[str, Any] = {}
     nics = hw.nics_per_node
-    if nics is None or hw.transport not in RDMA:
-        notes.append(
-            f"NICs per node: the logs do not list RDMA NICs ({profile.name}'s"
-            f" {profile.nics_per_node} x {profile.nic_gbit_per_s:g} Gb/s kept; --nics-per-node"
-            " sets the count)"
-        )
+    rails = f"{profile.name}'s {profile.nics_per_node} x {profile.nic_gbit_per_s:g} Gb/s kept"
+    if nics is None:
+        notes.append(f"NICs per node: the logs list none ({rails}; --nics-per-node sets the count)")
+    elif hw.transport not in RDMA:
+        notes.append(f"NICs per node: {nics} {hw.transport} devices in the logs ({rails})")
     elif nics <= profile.gpus_per_node and nics != profile.nics_per_node:
         changes["nics_per_node"] = nics
         notes.append(f"NICs per node: {nics} {hw.transport} NICs in the logs (line rate kept)")

@@ -39,6 +39,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from fabricfit.calibrate.fields import ALL_FIELDS
 from fabricfit.calibrate.fit import (
     FitError,
     FitResult,
@@ -274,6 +275,22 @@ def render_fields(base: FabricProfile, result: FitResult) -> str:
     return "\n".join(lines)
 
 
+def render_bounds(result: FitResult) -> str | None:
+    """One line naming the fitted fields that ended on a bound of their range, if any: the rows
+    asked for more than the field can give, usually hardware the base does not have."""
+    found = []
+    for name in result.fitted_fields:
+        value, spec = float(getattr(result.profile, name)), ALL_FIELDS[name]
+        if value in (spec.low, spec.high):
+            found.append(f"{name} {value:g} ({'lowest' if value == spec.low else 'highest'})")
+    if not found:
+        return None
+    return (
+        f"at a bound of their range: {', '.join(found)}: the rows ask for more than these fields"
+        " can give; the base's hardware (NICs per node, NVLink) may not be the cluster's"
+    )
+
+
 def _base(args: argparse.Namespace, hw: LogHardware, rows: Sequence[Measurement]) -> BaseChoice:
     """The base profile: the hardware the logs name, or ``--fabric`` (warning where the logs
     disagree with it), with the logs' facts and ``--nics-per-node`` applied."""
@@ -358,6 +375,8 @@ def execute(args: argparse.Namespace) -> int:
         print(line)
     print(render_table(result))
     print(render_fields(base, result))
+    if (line := render_bounds(result)) is not None:
+        print(line)
     print(describe_scale(result.profile, result, rows))
     print(render_node_counts(counts))
     if args.output:

@@ -127,6 +127,9 @@ def test_efa_makes_an_h100_an_aws_p5_and_nothing_else() -> None:
     choice = choose_base(h100)
     assert choice.profile.name == "aws-p5" and "EFA" in choice.why
     assert choice.profile.nics_per_node == 8  # 32 EFA devices, 4 per GPU: the preset's 8 rails
+    assert choice.notes == (
+        "NICs per node: 32 efa devices in the logs (aws-p5's 8 x 400 Gb/s kept)",
+    )
     assert (
         choose_base(LogHardware(gpu_models=("NVIDIA H100 80GB HBM3",))).profile.name == "dgx-h100"
     )
@@ -141,7 +144,7 @@ def test_the_logs_nics_and_nvls_are_applied_to_the_base() -> None:
     ports = choose_base(LogHardware(gpu_models=a100, transport="RoCE", nics_per_node=16))
     assert (ports.profile.nics_per_node, ports.profile.nic_ports_per_rail) == (8, 2)
     silent = choose_base(LogHardware(gpu_models=a100))
-    assert silent.profile.nics_per_node == 8 and "do not list RDMA NICs" in silent.notes[0]
+    assert silent.profile.nics_per_node == 8 and "the logs list none" in silent.notes[0]
     off = LogHardware(gpu_models=("NVIDIA H100 80GB HBM3",), nvls_available=False)
     assert choose_base(off).profile.nvls_enabled is False
     # NCCL_NVLS_ENABLE=0 in the run's environment says the same line: the cluster keeps NVLS

@@ -192,3 +192,7 @@ def test_runs_at_several_node_counts_report_the_error_at_each_fitted_and_held_ou
         assert len(cells) == 6 and all(c.endswith("%") for c in cells[2:]), line
     assert "scale: scale-out bandwidth x (2/domains)^" in out
     assert "scaleout_decay" in out.split("error by node count")[0]
+    # the log names no NIC, the base has 8 HDR rails: the fit drives the NICs' efficiency to
+    # the bottom of its range, and says what that means
+    assert "at a bound of their range: nic_efficiency 0.3 (lowest)" in out
+    assert "may not be the cluster's" in out
