@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from fabricfit.calibrate.measurements import Measurement
 from fabricfit.calibrate.ncclinfo import LogHardware
 from fabricfit.fabric.profiles import PRESETS, FabricProfile
 
@@ -242,3 +243,20 @@ def without_missing_nvls(profile: FabricProfile, hw: LogHardware) -> FabricProfi
     if profile.nvls and bases and not any(b.nvls for b in bases):
         return dataclasses.replace(profile, nvls_enabled=False)
     return profile
+
+
+def describe_hardware(hw: LogHardware, rows: Iterable[Measurement]) -> str:
+    """One line: what the logs say about the hardware."""
+    layouts = sorted({(m.nodes, m.gpus_per_node) for m in rows})
+    gpus = "/".join(str(g) for g in sorted({g for _, g in layouts}))
+    models = ", ".join(hw.gpu_models[:3]) or "GPU model not named"
+    if hw.nics_per_node is not None:
+        net = f"{hw.nics_per_node} {hw.transport} NICs per node"
+    else:
+        net = "NICs not listed"
+    nvls = {True: "NVLS available", False: "NVLS not available", None: "NVLS not stated"}
+    parts = [f"{models} x {gpus} per node", net, nvls[hw.nvls_available]]
+    if hw.coll_channels is not None:
+        parts.append(f"{hw.coll_channels} collective channels")
+    counts = ", ".join(f"{n}x{g}" for n, g in layouts)
+    return f"hardware in the logs: {'; '.join(parts)}; runs at {counts}"

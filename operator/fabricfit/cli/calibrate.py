@@ -55,10 +55,11 @@ from fabricfit.calibrate.hardware import (
     apply_log_facts,
     choose_base,
     contradictions,
+    describe_hardware,
     merge,
     without_missing_nvls,
 )
-from fabricfit.calibrate.logs import LogError, LogHardware, NcclTestsLog, parse_logs
+from fabricfit.calibrate.logs import MAX_RANKS, LogError, LogHardware, NcclTestsLog, parse_logs
 from fabricfit.calibrate.scale import (
     ROWS_PER_RUN,
     by_node_count,
@@ -217,23 +218,6 @@ def median_error(profile: FabricProfile, rows: Sequence[Measurement]) -> float:
         return float("inf")
 
 
-def describe_hardware(hw: LogHardware, rows: Sequence[Measurement]) -> str:
-    """One line: what the logs say about the hardware."""
-    layouts = sorted({(m.nodes, m.gpus_per_node) for m in rows})
-    gpus = "/".join(str(g) for g in sorted({g for _, g in layouts}))
-    models = ", ".join(hw.gpu_models[:3]) or "GPU model not named"
-    if hw.nics_per_node is not None:
-        net = f"{hw.nics_per_node} {hw.transport} NICs per node"
-    else:
-        net = "NICs not listed"
-    nvls = {True: "NVLS available", False: "NVLS not available", None: "NVLS not stated"}
-    parts = [f"{models} x {gpus} per node", net, nvls[hw.nvls_available]]
-    if hw.coll_channels is not None:
-        parts.append(f"{hw.coll_channels} collective channels")
-    counts = ", ".join(f"{n}x{g}" for n, g in layouts)
-    return f"hardware in the logs: {'; '.join(parts)}; runs at {counts}"
-
-
 def render_table(result: FitResult) -> str:
     head = f"{'collective':<15}{'nodes':>8}{'size (B)':>17}"
     lines = [f"{head}{'measured':>11}{'predicted':>11}{'error':>9}"]
@@ -338,6 +322,11 @@ def _check_flags(args: argparse.Namespace) -> Collective | None:
     for flag, value, high in limits:
         if value is not None and not 1 <= value <= high:
             raise UsageError(f"{flag} must be between 1 and {high}, got {value}")
+    if args.nodes and args.gpus_per_node and args.nodes * args.gpus_per_node > MAX_RANKS:
+        raise UsageError(
+            f"--nodes {args.nodes} x --gpus-per-node {args.gpus_per_node} is over the limit of"
+            f" {MAX_RANKS} ranks"
+        )
     if args.collective is None:
         return None
     try:

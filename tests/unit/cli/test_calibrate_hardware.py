@@ -126,6 +126,10 @@ def test_inputs_past_the_limits_are_one_line_each(
     ):
         code, _, err = run(capsys, "calibrate", str(A100), *ALL_REDUCE, flag, value)
         assert code == 2 and f"{flag} must be between 1 and" in err and err.count("\n") == 1
+    code, _, err = run(
+        capsys, "calibrate", str(A100), *ALL_REDUCE, "--nodes", "8192", "--gpus-per-node", "72"
+    )
+    assert code == 2 and f"over the limit of {MAX_RANKS} ranks" in err
     many = tmp_path / "many.log"
     many.write_text(_dense_log(MAX_ROWS + 1), encoding="utf-8")
     code, _, err = run(capsys, "calibrate", str(many))
