@@ -286,11 +286,24 @@ def _base(args: argparse.Namespace, hw: LogHardware, rows: Sequence[Measurement]
             choice = _named_base(get_profile(args.fabric), hw, nvls_env)
     except (HardwareError, ProfileError) as err:
         raise UsageError(str(err)) from None
-    if args.nics_per_node is None:
-        return choice
-    profile = dataclasses.replace(choice.profile, nics_per_node=args.nics_per_node)
-    notes = (*choice.notes, f"NICs per node: {args.nics_per_node} (--nics-per-node)")
-    return BaseChoice(profile, choice.why, notes)
+    profile, notes = choice.profile, [*choice.notes, *partial_nodes(choice.profile, rows)]
+    if args.nics_per_node is not None:
+        profile = dataclasses.replace(profile, nics_per_node=args.nics_per_node)
+        notes.append(f"NICs per node: {args.nics_per_node} (--nics-per-node)")
+    return BaseChoice(profile, choice.why, tuple(notes))
+
+
+def partial_nodes(base: FabricProfile, rows: Sequence[Measurement]) -> list[str]:
+    """A note when every run uses fewer GPUs a node than the base's board holds: priced as that
+    many of its GPUs, which is not a smaller board (a 4-GPU HGX board has no NVSwitch)."""
+    most = max(m.gpus_per_node for m in rows)
+    if most >= base.gpus_per_node or base.gpus_per_nvlink_domain != base.gpus_per_node:
+        return []
+    return [
+        f"GPUs per node: the runs use {most}, {base.name}'s board has {base.gpus_per_node}:"
+        f" priced as {most} of its GPUs; nodes of {most} GPUs (a board without NVSwitch) are"
+        " not what it describes: name a base with --fabric"
+    ]
 
 
 def _named_base(named: FabricProfile, hw: LogHardware, nvls_env: bool) -> BaseChoice:

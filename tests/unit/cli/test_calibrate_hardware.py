@@ -136,10 +136,10 @@ def test_inputs_past_the_limits_are_one_line_each(
     assert code == 2 and f"more than {MAX_ROWS} result rows" in err
 
 
-def _dense_log(rows: int, nodes: int = 2) -> str:
-    """An all_reduce_perf stdout of ``rows`` sizes (1 MiB steps) on ``nodes`` x 8 H100, times
-    from a latency and a bandwidth, its columns consistent as nccl-tests prints them."""
-    ranks = nodes * 8
+def _dense_log(rows: int, nodes: int = 2, gpus: int = 8) -> str:
+    """An all_reduce_perf stdout of ``rows`` sizes (1 MiB steps) on ``nodes`` x ``gpus`` H100,
+    times from a latency and a bandwidth, its columns consistent as nccl-tests prints them."""
+    ranks = nodes * gpus
     out = [
         "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 1048576(bytes) warmup"
         " iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0",
@@ -147,7 +147,7 @@ def _dense_log(rows: int, nodes: int = 2) -> str:
         "# Using devices",
     ]
     out += [
-        f"#  Rank {r:2d} Group  0 Pid {1000 + r} on node-{r // 8} device  {r % 8} [0x1b]"
+        f"#  Rank {r:2d} Group  0 Pid {1000 + r} on node-{r // gpus} device  {r % gpus} [0x1b]"
         " NVIDIA H100 80GB HBM3"
         for r in range(ranks)
     ]
@@ -200,3 +200,17 @@ def test_runs_at_several_node_counts_report_the_error_at_each_fitted_and_held_ou
     # the bottom of its range, and says what that means
     assert "at a bound of their range: nic_efficiency 0.3 (lowest)" in out
     assert "may not be the cluster's" in out
+
+
+def test_runs_on_fewer_gpus_a_node_than_the_board_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4 GPUs a node on an 8-GPU board's preset: priced as 4 of its GPUs, and the output says a
+    4-GPU node is another board."""
+    log = tmp_path / "four.log"
+    log.write_text(_dense_log(20, nodes=2, gpus=4), encoding="utf-8")
+    code, out, err = run(capsys, "calibrate", str(log))
+    assert code == 0, err
+    assert "GPUs per node: the runs use 4, dgx-h100's board has 8: priced as 4 of its GPUs" in out
+    code, out, err = run(capsys, "calibrate", str(LOGS / "h100-1x8-xxrjun-all-reduce.log"))
+    assert code == 0 and "GPUs per node: the runs use" not in out
