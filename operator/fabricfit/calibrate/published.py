@@ -161,8 +161,8 @@ class RegimeReport:
             line = f"no published rows {self.whose()} in this regime {where}"
         else:
             line = (
-                f"no published rows of {self.profile}: not a preset, so no published row is of"
-                f" its numbers (fabricfit calibrate's table is its measure) {where}"
+                f"no published rows of {self.profile}'s numbers in this regime {where}: it is"
+                " not a preset (fabricfit calibrate's tables are its measure)"
             )
         return f"{line}; {self.caveat.describe()}" if self.caveat else line
 
