@@ -34,19 +34,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fabricfit.calibrate.fields import ALL_FIELDS
 from fabricfit.calibrate.fit import (
     FitError,
     FitResult,
     Measurement,
     fit_profile,
     measurements_from_log,
-    predict,
     shared_release,
 )
 from fabricfit.calibrate.hardware import (
@@ -60,8 +57,14 @@ from fabricfit.calibrate.hardware import (
     without_missing_nvls,
 )
 from fabricfit.calibrate.logs import MAX_RANKS, LogError, LogHardware, NcclTestsLog, parse_logs
+from fabricfit.calibrate.report import (
+    median_error,
+    render_bounds,
+    render_env,
+    render_fields,
+    render_table,
+)
 from fabricfit.calibrate.scale import (
-    ROWS_PER_RUN,
     by_node_count,
     describe_scale,
     render_node_counts,
@@ -201,80 +204,6 @@ def nccl_env_flags(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def render_env(rows: Sequence[Measurement]) -> str | None:
-    """One line naming the NCCL environments the rows were priced in, if any."""
-    found = sorted({m.nccl_env for m in rows if m.nccl_env})
-    if not found:
-        return None
-    shown_env = "; ".join(" ".join(f"{k}={v.removesuffix('.')}" for k, v in env) for env in found)
-    return f"runs priced as made with {shown_env} (the profile keeps the base's NCCL set-up)"
-
-
-def median_error(profile: FabricProfile, rows: Sequence[Measurement]) -> float:
-    """Median |busbw error| of ``profile`` on ``rows`` (inf when it cannot price them)."""
-    try:
-        return statistics.median(abs(predict(profile, m).error) for m in rows)
-    except (ValueError, ZeroDivisionError):
-        return float("inf")
-
-
-def render_table(result: FitResult) -> str:
-    head = f"{'collective':<15}{'nodes':>8}{'size (B)':>17}"
-    lines = [f"{head}{'measured':>11}{'predicted':>11}{'error':>9}"]
-    for row in result.rows:
-        m = row.measurement
-        lines.append(
-            f"{m.collective.value:<15}{f'{m.nodes}x{m.gpus_per_node}':>8}{m.size_bytes:>17,}"
-            f"{m.busbw_gb_per_s:>11.2f}{row.predicted_busbw_gb_per_s:>11.2f}{row.error:>+9.1%}"
-            f"{'' if row.fitted else '  held out'}"
-        )
-    lines.append(
-        "busbw in GB/s, measured at the faster of out-of-place and in-place;"
-        " error = predicted/measured - 1"
-    )
-    held = len(result.rows) - sum(r.fitted for r in result.rows)
-    line = (
-        f"fitted {len(result.rows) - held} rows: median |error| {result.median_abs_error:.1%}, "
-        f"worst {result.worst_abs_error:.1%}"
-    )
-    if held:
-        line += (
-            f"; held out {held} rows (a fit takes at most {ROWS_PER_RUN} rows of a run): median"
-            f" {result.held_out_median_abs_error:.1%}, worst {result.held_out_worst_abs_error:.1%}"
-        )
-    lines.append(line)
-    return "\n".join(lines)
-
-
-def render_fields(base: FabricProfile, result: FitResult) -> str:
-    """Every fittable field: its base and fitted value, fitted or kept from the base (and why)."""
-    kept = dict(result.kept_fields)
-    names = (*result.fitted_fields, *kept)
-    width = max((len(n) + 1 for n in names), default=24)
-    lines = [f"{'field':<{width}}{base.name:>11}{'fitted':>11}"]
-    for name in names:
-        old, new = getattr(base, name), getattr(result.profile, name)
-        how = f"kept: {kept[name]}" if name in kept else "fitted"
-        lines.append(f"{name:<{width}}{old:>11.4g}{new:>11.4g}  {how}")
-    return "\n".join(lines)
-
-
-def render_bounds(result: FitResult) -> str | None:
-    """One line naming the fitted fields that ended on a bound of their range, if any: the rows
-    asked for more than the field can give, usually hardware the base does not have."""
-    found = []
-    for name in result.fitted_fields:
-        value, spec = float(getattr(result.profile, name)), ALL_FIELDS[name]
-        if value in (spec.low, spec.high):
-            found.append(f"{name} {value:g} ({'lowest' if value == spec.low else 'highest'})")
-    if not found:
-        return None
-    return (
-        f"at a bound of their range: {', '.join(found)}: the rows ask for more than these fields"
-        " can give; the base's hardware (NICs per node, NVLink) may not be the cluster's"
-    )
-
-
 def _base(args: argparse.Namespace, hw: LogHardware, rows: Sequence[Measurement]) -> BaseChoice:
     """The base profile: the hardware the logs name, or ``--fabric`` (warning where the logs
     disagree with it), with the logs' facts and ``--nics-per-node`` applied."""
@@ -283,7 +212,7 @@ def _base(args: argparse.Namespace, hw: LogHardware, rows: Sequence[Measurement]
         if args.fabric is None:
             choice = choose_base(hw, nvls_set_by_env=nvls_env)
         else:
-            choice = _named_base(get_profile(args.fabric), hw, nvls_env)
+            choice = _named_base(get_profile(args.fabric), hw, rows, nvls_env)
     except (HardwareError, ProfileError) as err:
         raise UsageError(str(err)) from None
     profile, notes = choice.profile, [*choice.notes, *partial_nodes(choice.profile, rows)]
@@ -306,13 +235,21 @@ def partial_nodes(base: FabricProfile, rows: Sequence[Measurement]) -> list[str]
     ]
 
 
-def _named_base(named: FabricProfile, hw: LogHardware, nvls_env: bool) -> BaseChoice:
+def _named_base(
+    named: FabricProfile, hw: LogHardware, rows: Sequence[Measurement], nvls_env: bool
+) -> BaseChoice:
     if named.is_torus:
         raise UsageError(
             f"--fabric {named.name} is a TPU profile: TPUs run no NCCL, so nccl-tests logs"
             " cannot calibrate it; name a GPU preset"
         )
-    for line in contradictions(named, hw):
+    found = contradictions(named, hw)
+    most = max(m.gpus_per_node for m in rows)
+    if most > named.gpus_per_node:
+        found.append(
+            f"the runs use {most} GPUs a node, {named.name}'s nodes have {named.gpus_per_node}"
+        )
+    for line in found:
         print(one_line(f"fabricfit calibrate: warning: {line}"), file=sys.stderr)
     profile, notes = apply_log_facts(named, hw, nvls_set_by_env=nvls_env)
     why = f"base fabric {named.name} (--fabric)"

@@ -68,6 +68,9 @@ def test_a_base_named_by_hand_is_warned_about_and_runs_no_missing_nvls(
     assert any("ampere, dgx-h100 is hopper" in w for w in warnings)
     assert "base fabric dgx-h100 (--fabric)" in out
     assert not _algorithms(capsys, output) & {"nvls", "nvls-tree"}
+    one = str(LOGS / "h100-1x8-xxrjun-all-reduce.log")
+    code, out, err = run(capsys, "calibrate", one, "--fabric", "gb200-nvl72")
+    assert code == 0 and "the runs use 8 GPUs a node, gb200-nvl72's nodes have 4" in err
 
 
 @pytest.mark.parametrize("tpu", ["tpu-v4", "tpu-v5e", "tpu-v5p"])
