@@ -9,10 +9,11 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml hack/constraints.txt
+$(STAMP): pyproject.toml hack/testlib/pyproject.toml hack/constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip==25.3"
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt \
+		-e '.[dev]' -e hack/testlib
 	@touch $(STAMP)
 
 # Tools the tests run for real: promtool (Debian package, pinned) and the Prometheus server
@@ -48,7 +49,7 @@ test-slow: venv cluster-build
 	$(BIN)/pytest -m slow -q
 
 demo: venv
-	PYTHONPATH=hack $(BIN)/python -m demo
+	$(BIN)/python -m fabricfit_dev.demo
 
 demo-down:
 	hack/cluster down

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import violations
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
     indexed_job,
@@ -28,8 +28,8 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 FABRICFIT_REASONS = {
     "Planned",

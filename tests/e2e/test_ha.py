@@ -18,10 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from helpers.cluster import TT, make_pool, placed_names, planned, submit_job, wait_bound
-from helpers.operator import OperatorProcess
-from helpers.peering import apply_peering_crds, peers_of
-from helpers.reliability import (
+from fabricfit_dev.e2e.objects import TT, make_pool, placed_names, planned, submit_job, wait_bound
+from fabricfit_dev.e2e.peering import apply_peering_crds, peers_of
+from fabricfit_dev.e2e.reliability import (
     MeteredOperator,
     audit_events,
     audit_offset,
@@ -29,7 +28,8 @@ from helpers.reliability import (
     gpus_in_use,
     state_directory,
 )
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 BURST_JOBS = 24
 KILL_AFTER_PLACED = 8

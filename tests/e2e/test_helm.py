@@ -19,21 +19,22 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.accounts import sa_kubeconfig
-from helpers.cluster import (
+from fabricfit_dev.chart import CHART, helm
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.e2e.accounts import sa_kubeconfig
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
-    get_tt,
     indexed_job,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess, free_port
-from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 MONITORING_CRDS = {
     ("servicemonitors", "ServiceMonitor"),
@@ -204,7 +205,7 @@ def test_chart_rbac_is_enough_to_place_and_no_more(
     tt = wait_condition(custom, namespace, "rbac", "Placed", "True", timeout=120)
     pods = wait_bound(core, namespace, "rbac", 2)
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(planned(tt)))
-    assert condition(get_tt(custom, namespace, "rbac"), "Planned")["status"] == "True"  # type: ignore[index]
+    assert condition(read_topology(custom, namespace, "rbac"), "Planned")["status"] == "True"  # type: ignore[index]
 
     def bound_event() -> bool:
         selector = "involvedObject.kind=TrainingTopology,involvedObject.name=rbac"

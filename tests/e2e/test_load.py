@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     make_pool,
     placed_names,
     planned,
@@ -27,10 +27,10 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.peering import apply_peering_crds, peers_of
-from helpers.reliability import MeteredOperator, gpus_in_use
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.peering import apply_peering_crds, peers_of
+from fabricfit_dev.e2e.reliability import MeteredOperator, gpus_in_use
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 BURST_JOBS = 30
 BURST_DRAIN_LIMIT_SECONDS = 120

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from unit.chart.rendering import ROOT
+from fabricfit_dev.paths import REPO
 
-DOCKERFILE = ROOT / "Dockerfile"
+DOCKERFILE = REPO / "Dockerfile"
 
 
 def hadolint() -> str:
@@ -67,7 +67,7 @@ def test_multi_stage_slim_pinned_base_non_root_and_entrypoint() -> None:
 
 
 def test_dockerignore_sends_only_what_the_build_copies() -> None:
-    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    lines = (REPO / ".dockerignore").read_text().splitlines()
     assert lines[[line.strip() for line in lines].index("*")] == "*"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     assert allowed == {"pyproject.toml", "README.md", "hack/constraints.txt", "operator"}

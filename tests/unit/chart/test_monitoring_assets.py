@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fabricfit.metrics import EXPORTED_NAMES
-from unit.chart.rendering import CHART, dashboard, one, render, rule_groups
+from fabricfit_dev.chart import CHART, dashboard, one, render, rule_groups
 
 MONITORING = CHART / "ci" / "monitoring-values.yaml"
 KEYWORDS = {"and", "or", "unless", "bool", "offset", "group_left", "group_right", "inf", "nan"}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from devcluster import fakenodes
-from devcluster.memapi import FakeApi
 from fabricfit.api.constants import JOB_COMPLETION_INDEX_LABEL, SCHEDULING_GATE, TOPOLOGY_LABEL
 from fabricfit.kube.rest import path_for
 from fabricfit.reconcile.context import KueueViews, OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.memapi import FakeApi
 
 NS, NAME = "team", "llama"
 KEY = (NS, NAME)
