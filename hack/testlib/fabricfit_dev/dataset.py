@@ -9,7 +9,12 @@ nccl-tests logs (each entry names its file, source, preset, layout, forced algor
 quality note; every out-of-place row of the log becomes a case). Logs with a ``reference``
 reason, or whose quality note says "use with care" or "degraded", are reference rows: printed
 apart, never judged or fitted. ``read`` maps a path relative to the fixtures directory to its
-text and raises FileNotFoundError for a fixture that does not exist.
+text and raises FileNotFoundError for a fixture that does not exist; ``read_fixture`` is that map
+for the repository's ``tests/fixtures``.
+
+It lives in the test library, not in the package: the package never reads ``tests/`` (the rows
+are the tests' and the benchmark's; the package ships only what they produce, the presets' fitted
+numbers and ``calibrate/measured-accuracy.json``).
 """
 
 from __future__ import annotations
@@ -25,10 +30,16 @@ from fabricfit.calibrate.fit import measurements_from_log, nccl_release_of
 from fabricfit.calibrate.logs import parse_log
 from fabricfit.cost.collectives import Collective
 from fabricfit.fabric.profiles import PRESETS
+from fabricfit_dev import paths
 
 MEASUREMENTS = "cost/measurements.yaml"
 MANIFEST = "nccl-tests/SOURCES.yaml"
 _SUSPECT = ("use with care", "degraded")
+
+
+def read_fixture(relative: str) -> str:
+    """The text of ``tests/fixtures/<relative>``."""
+    return (paths.FIXTURES / relative).read_text(encoding="utf-8")
 
 
 def load_cases(read: Callable[[str], str], fabrics: Collection[str] | None = None) -> list[Case]:
