@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The slowest tests are printed after every suite run, so CI output shows where the time goes.
+DURATIONS := --durations=30
 
 .PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy tools clean
 
@@ -35,18 +37,21 @@ cluster-build:
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
 e2e: venv cluster-build tools
-	$(BIN)/pytest -m "e2e and not slow" -q
+	$(BIN)/pytest -m "e2e and not slow" -q $(DURATIONS)
 
 # Everything but the long runs: lint, unit and e2e tests. The README's test command; CI runs it.
 test: venv cluster-build tools
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
-	$(BIN)/pytest -m "not slow" -q
+	$(BIN)/pytest -m "not slow" -q $(DURATIONS)
 
-# The long runs (marked slow): whole-process fuzzing under a memory cap, fault and load tests.
+# The long runs (marked slow; make test runs a short variant of each, or keeps its path through
+# another test): whole-process fuzzing of the CLI under a memory cap, the full spec fuzzing and
+# 30-job burst on the real control plane, the kube-apiserver restart and the HA takeover after a
+# SIGKILL.
 test-slow: venv cluster-build
-	$(BIN)/pytest -m slow -q
+	$(BIN)/pytest -m slow -q $(DURATIONS)
 
 demo: venv
 	$(BIN)/python -m fabricfit_dev.demo
