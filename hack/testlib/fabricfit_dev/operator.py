@@ -1,4 +1,4 @@
-"""The operator as a real process (``fabricfit run --standalone``): its command line, a child
+"""The operator as a real process (``fabricfit run``): its command line, a child
 process the e2e tests start, stop and restart (``OperatorProcess``), and one attached to the
 local control plane so that ``hack/cluster down`` stops it (``attach_operator``: the demo and the
 side-by-side benchmark)."""
@@ -30,10 +30,12 @@ def operator_argv(
     kubeconfig: Path | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """``fabricfit run --standalone`` in this interpreter. Metrics port 0 (none) unless asked
-    for, so that parallel sessions on one machine never fight over the default port; an empty
-    ``liveness`` serves no probe. ``extra`` comes last, so its flags win."""
-    argv = [sys.executable, "-m", "fabricfit", "run", "--standalone"]
+    """``fabricfit run`` in this interpreter, ``--standalone`` unless ``extra`` names a
+    ``--peering`` object. Metrics port 0 (none) unless asked for, so that parallel sessions on
+    one machine never fight over the default port; an empty ``liveness`` serves no probe.
+    ``extra`` comes last, so its flags win."""
+    alone = [] if "--peering" in extra else ["--standalone"]
+    argv = [sys.executable, "-m", "fabricfit", "run", *alone]
     if kubeconfig is not None:
         argv += ["--kubeconfig", str(kubeconfig)]
     argv += ["--metrics-port", str(metrics_port), "--liveness", liveness,
@@ -86,6 +88,7 @@ class OperatorProcess:
     def start(self) -> None:
         self.starts += 1
         port = free_port()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("wb")
         liveness = f"http://127.0.0.1:{port}/healthz"
         argv = operator_argv(resync_seconds=2, liveness=liveness, extra=self.extra)

@@ -8,8 +8,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -18,7 +16,6 @@ from typing import Any
 
 from fabricfit_dev.cluster.processes import free_port
 from fabricfit_dev.operator import OperatorProcess
-from fabricfit_dev.waiting import wait_for
 
 REQUEST_LINE = re.compile(
     r'^fabricfit_kubernetes_api_requests_total\{code="(\d+)",resource="([^"]*)",verb="([A-Z]+)"\}'
@@ -34,22 +31,6 @@ class MeteredOperator(OperatorProcess):
     def __init__(self, kubeconfig: Path, log_dir: Path, *extra: str) -> None:
         self.metrics_port = free_port()
         super().__init__(kubeconfig, log_dir, "--metrics-port", str(self.metrics_port), *extra)
-
-    def start(self) -> None:
-        """Like OperatorProcess.start, but standalone only when ``--peering`` is not given."""
-        self.starts += 1
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("wb")
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"}
-        alone = [] if "--peering" in self.extra else ["--standalone"]
-        argv = [sys.executable, "-m", "fabricfit", "run", *alone, "--resync-seconds", "2",
-                "--liveness", f"http://127.0.0.1:{free_port()}/healthz", *self.extra]  # fmt: skip
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
-        wait_for(
-            lambda: b"Initial authentication has finished" in self.log_path.read_bytes(),
-            timeout_seconds=60,
-            what="the operator to start",
-        )
 
     def requests(self) -> Counter[tuple[str, str, int]]:
         """(verb, resource, code) -> count, from ``fabricfit_kubernetes_api_requests_total``."""
