@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The slowest tests are printed after every suite run, so CI output shows where the time goes.
 DURATIONS := --durations=30
 
-.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy tools clean
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy docs docs-ref docs-serve tools image image-if-root clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,16 @@ $(STAMP): pyproject.toml hack/testlib/pyproject.toml hack/constraints.txt
 tools:
 	hack/tools.sh
 
+# The operator image, built from the Dockerfile without a Docker daemon (buildah; Debian's
+# packages, pinned in hack/image.sh), as the OCI archive dist/fabricfit-<version>.oci.tar.
+# Reused while its inputs are unchanged; tests/e2e/test_image.py runs it. Needs root (make test
+# and make e2e build it only as root; the image's test skips otherwise).
+image:
+	hack/image.sh
+
+image-if-root:
+	hack/image.sh --skip-unless-root
+
 lint: venv
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
@@ -36,14 +46,16 @@ cluster-build:
 	hack/cluster build --with kueue,jobset,lws,trainer
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
-e2e: venv cluster-build tools
+e2e: venv cluster-build tools image-if-root
 	$(BIN)/pytest -m "e2e and not slow" -q $(DURATIONS)
 
-# Everything but the long runs: lint, unit and e2e tests. The README's test command; CI runs it.
-test: venv cluster-build tools
+# Everything but the long runs: lint, the docs site (strict: links and anchors), unit and e2e
+# tests. The README's test command; CI runs it.
+test: venv cluster-build tools image-if-root
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
+	$(MKDOCS) build --strict --quiet
 	$(BIN)/pytest -m "not slow" -q $(DURATIONS)
 
 # The long runs (marked slow; make test runs a short variant of each, or keeps its path through
@@ -85,13 +97,27 @@ bench-scale: venv cluster-build
 bench-kueue: venv cluster-build
 	$(BIN)/python benchmarks/kueue_side_by_side.py $(KUEUE_ARGS)
 
+# The files generated from the models and the registries (label schemes, workload kinds): the
+# CRD, and the chart's copy of it, its workload-kind RBAC rules and its label-scheme enum.
 crd: venv
 	$(BIN)/fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml
-	cp crds/trainingtopologies.fabricfit.dev.yaml charts/fabricfit/files/crds/
+	$(BIN)/fabricfit crd --chart charts/fabricfit
+
+# The documentation site (mkdocs.yml): strict, so a broken link or anchor fails; nothing is fetched.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+docs: venv
+	$(MKDOCS) build --strict
+
+docs-serve: venv
+	$(MKDOCS) serve --strict --dev-addr 127.0.0.1:8000
+
+# Regenerate docs/reference/ from the code (a unit test fails while a page is stale).
+docs-ref: venv cluster-build
+	$(BIN)/python -m fabricfit_dev.docsgen
 
 # Plain manifests for users without helm, rendered from the chart (a test checks they match).
 deploy: cluster-build
 	hack/render-deploy.sh
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis site

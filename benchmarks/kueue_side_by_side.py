@@ -4,8 +4,8 @@ by one cost model.
 
 Run from the repository root (``make bench-kueue``)::
 
-    PYTHONPATH=hack .venv/bin/python benchmarks/kueue_side_by_side.py
-    PYTHONPATH=hack .venv/bin/python benchmarks/kueue_side_by_side.py --fabrics dgx-h100 \\
+    .venv/bin/python benchmarks/kueue_side_by_side.py
+    .venv/bin/python benchmarks/kueue_side_by_side.py --fabrics dgx-h100 \\
         --jobs zero3,moe --rail-group-nodes 8 --json out.json
 
 What it does, in one run on the project's local control plane (``hack/cluster up --with

@@ -8,7 +8,7 @@ against the in-memory API server of the shell unit tests (``fabricfit_dev.memapi
 left is the operator's own CPU:
 
 - ``--nodes`` DGX-H100 nodes (default 12,800; rail groups of 32 nodes under spines of 8, as
-  ``operator_scale.py`` lays them out), listed into a ``reconcile.mirror.Mirror`` page by page;
+  ``operator_scale.py`` lays them out), listed into a ``kube.mirror.Mirror`` page by page;
 - other tenants' pods holding about ``--held`` of the GPUs (``demo.workloads.plan_tenants``),
   listed into ``reconcile.cluster_pods.ClusterPods``;
 - a 1,024-GPU and an 8,192-GPU job (suspended Indexed Jobs of 8-GPU pods, TP8 x DP), then
@@ -56,12 +56,12 @@ from fabricfit.api.constants import (
 )
 from fabricfit.cli import run
 from fabricfit.handlers.common import views_from
+from fabricfit.kube.mirror import Mirror
 from fabricfit.kube.rest import path_for
 from fabricfit.reconcile import planning, service
 from fabricfit.reconcile.cluster_pods import ClusterPods
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.inventory import holding_of, node_entry, slim_pod
-from fabricfit.reconcile.mirror import Mirror
 from fabricfit_dev.cluster import fakenodes, scale
 from fabricfit_dev.demo.workloads import plan_tenants, tenant_manifest
 from fabricfit_dev.memapi import FakeApi
@@ -141,7 +141,7 @@ async def build_cluster(nodes: int, held: float, seed: int) -> Cluster:
         pod["metadata"].update(namespace=TENANTS_NS, uid=f"uid-{tenant.name}")
         pods.append({**pod, "status": {"phase": "Running"}})
     api = FakeApi()
-    node_mirror = Mirror(Listing(manifests), "/api/v1/nodes", node_entry)
+    node_mirror = Mirror(Listing(manifests), ("v1", "nodes"), node_entry)
     others = ClusterPods(Listing(pods), ())
     state = OperatorState(config=OperatorConfig(), rest=api)  # type: ignore[arg-type]
     cluster = Cluster(api, node_mirror, others, state)

@@ -28,10 +28,10 @@ double-booked; exit 1 when one fails.
 Uses ``$KUBECONFIG`` when set (no per-component CPU then), else starts and stops its own.
 
 Measured 2026-12-04 at 12,800 nodes on the project's two-core machine, otherwise quiet (load
-average up to 6.5 during the run; README "Scale"): whole run 7 min 47 s; census 11.2 s after
-start; 1,024-GPU job Planned 1.64 s, bound 13.6 s, Placed 0.71 s after the last bind; 8,192-GPU
-job Planned 1.88 s, bound 59.5 s, Placed 1.22 s after the last bind; burst 200/200 Placed in
-98.4 s; 0 GPUs double-booked; RSS 361 MiB.
+average up to 6.5 during the run; docs/benchmarks/operator-scale.md): whole run 7 min 47 s;
+census 11.2 s after start; 1,024-GPU job Planned 1.64 s, bound 13.6 s, Placed 0.71 s after the
+last bind; 8,192-GPU job Planned 1.88 s, bound 59.5 s, Placed 1.22 s after the last bind; burst
+200/200 Placed in 98.4 s; 0 GPUs double-booked; RSS 361 MiB.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Every list of label schemes and fabric presets names the same things.
+"""The registries are the only lists of label schemes, fabric presets and workload kinds.
 
-The scheme registry (``fabric.schemes.SCHEMES``) and the preset files are the sources; the API
-constants, the spec's ``Literal``, the CLI's choices, the generated CRD and the chart's values
-schema each repeat them for their own readers and must not drift. Each scheme's tier keys are
-keys the scheme itself reads, so Kueue levels and pod affinities name real node labels.
+The scheme registry (``fabric.schemes``: one module per scheme), the preset files and the
+workload-kind registry (``workloads``: one module per kind) are the sources; the CLI's choices
+read them, and the generated files (the CRD's enum and kind list, the chart's values-schema
+enum and workload RBAC rules) are written from them by ``make crd`` and checked here. Each
+scheme's tier keys are keys the scheme itself reads, so Kueue levels and pod affinities name
+real node labels.
 """
 
 from __future__ import annotations
@@ -12,20 +14,21 @@ import argparse
 import importlib
 import json
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 import yaml
 
-from fabricfit.api import models
-from fabricfit.api.constants import FABRIC_PRESETS, LABEL_SCHEMES
 from fabricfit.cli.common import Parser
+from fabricfit.cli.crd import chart_files
 from fabricfit.cli.main import SUBCOMMANDS
 from fabricfit.fabric.profiles import PRESETS
-from fabricfit.fabric.schemes import AUTO, PROVIDER_PRECEDENCE, SCHEMES
+from fabricfit.fabric.schemes import AUTO, NAMES, PROVIDER_PRECEDENCE, SCHEMES
+from fabricfit.workloads import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-VALUES_SCHEMA = ROOT / "charts" / "fabricfit" / "values.schema.json"
+CHART = ROOT / "charts" / "fabricfit"
+VALUES_SCHEMA = CHART / "values.schema.json"
 CRD = ROOT / "crds" / "trainingtopologies.fabricfit.dev.yaml"
 TIERS = ("spine", "rail_group", "rack", "nvlink_domain")
 
@@ -48,27 +51,33 @@ def values_enum(field: str) -> tuple[str, ...] | None:
     return tuple(enum) if enum is not None else None
 
 
-def test_label_scheme_names_agree_everywhere() -> None:
-    assert set(LABEL_SCHEMES) == {AUTO, *SCHEMES}
-    assert LABEL_SCHEMES[0] == AUTO
-    assert get_args(models.LabelSchemeName) == LABEL_SCHEMES
+def test_label_scheme_names_come_from_the_registry() -> None:
+    assert (AUTO, *SCHEMES) == NAMES and "native" in SCHEMES
     assert set(PROVIDER_PRECEDENCE) == set(SCHEMES) - {"native"}
     choices = cli_choices("label_scheme")
     assert {"run", "plan"} <= set(choices)
-    assert all(c == LABEL_SCHEMES for c in choices.values()), choices
-    assert values_enum("labelScheme") == LABEL_SCHEMES
+    assert all(c == NAMES for c in choices.values()), choices
+    assert values_enum("labelScheme") == NAMES
     crd = yaml.safe_load(CRD.read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert tuple(spec["properties"]["labelScheme"]["enum"]) == LABEL_SCHEMES
+    assert tuple(spec["properties"]["labelScheme"]["enum"]) == NAMES
+    kind = spec["properties"]["workloadRef"]["properties"]["kind"]["description"]
+    assert all(name in kind for name in KINDS)
 
 
-def test_fabric_preset_names_agree_everywhere() -> None:
-    assert set(FABRIC_PRESETS) == set(PRESETS)
+def test_the_chart_files_generated_from_the_registries_are_current() -> None:
+    for relative, text in chart_files(CHART).items():
+        assert (CHART / relative).read_text(encoding="utf-8") == text, (
+            f"charts/fabricfit/{relative} is stale: run `make crd`"
+        )
+
+
+def test_fabric_preset_names_come_from_the_preset_files() -> None:
     for command, choices in cli_choices("fabric").items():
-        assert set(choices) == set(FABRIC_PRESETS), command
+        assert set(choices) == set(PRESETS), command
     chart = values_enum("fabric")
     if chart is not None:  # an open string when the chart also takes custom profiles
-        assert set(chart) == set(FABRIC_PRESETS)
+        assert set(chart) == set(PRESETS)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMES))

@@ -115,3 +115,39 @@ def test_offline_commands_do_not_import_the_operator_stack(command: str) -> None
     assert result.stdout.strip().splitlines()[-1] == "HEAVY=", (
         f"`fabricfit {command}` imported the operator stack"
     )
+
+
+#: The REST client's request methods (``fabricfit.kube.rest.Rest``).
+REST_CALLS = frozenset({"get", "list", "patch", "create", "watch", "request", "delete", "put"})
+
+
+def _rest_receiver(node: ast.expr) -> bool:
+    """``rest`` or ``<anything>.rest``: the names the client goes by in the shell."""
+    if isinstance(node, ast.Name):
+        return node.id == "rest"
+    return isinstance(node, ast.Attribute) and node.attr == "rest"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules() if layer_of(p) not in ("kube", "__init__")],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_kube_calls_the_api_server(path: Path) -> None:
+    """Every API call goes through a function of ``kube/``: outside it nobody builds an API
+    path (``path_for``) or calls the REST client's request methods."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "fabricfit.kube.rest":
+            names = {alias.name for alias in node.names}
+            assert "path_for" not in names, f"{path.name} builds API paths outside kube/"
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in REST_CALLS
+            and _rest_receiver(node.func.value)
+        ):
+            raise AssertionError(
+                f"{path.name}:{node.lineno} calls the API server around kube/ "
+                f"(.{node.func.attr} on the REST client)"
+            )

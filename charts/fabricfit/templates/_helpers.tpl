@@ -57,45 +57,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
-RBAC rules on the namespaced resources the operator watches and changes. Exactly the verbs the
-code uses: kopf lists and watches TrainingTopologies, pods; kopf patches TrainingTopologies
-(finalizer, progress annotations) and the operator patches their status; the operator reads a
-TrainingTopology when a gated pod appears (get), patches pods (pin, ungate, label), reads and
-patches the workloads (get, patch), creates, reads and deletes the ComputeDomains of jobs that
-span GB200 trays (NVIDIA's DRA driver; harmless where its CRD is absent), reads the
-ResourceClaimTemplates their pods claim GPUs through (get), and kopf posts Events (create).
+RBAC rules on the namespaced resources the operator watches and changes: exactly the verbs the
+code uses. The comment above each rule says why; it is rendered into the manifests and the docs'
+RBAC reference is generated from it.
 */}}
 {{- define "fabricfit.namespacedRules" -}}
+# kopf lists and watches TrainingTopologies and patches them (finalizer, progress annotations);
+# the operator reads one when a gated pod of its workload appears.
 - apiGroups: ["fabricfit.dev"]
   resources: ["trainingtopologies"]
   verbs: ["get", "list", "watch", "patch"]
+# The plan, the prediction and the conditions.
 - apiGroups: ["fabricfit.dev"]
   resources: ["trainingtopologies/status"]
   verbs: ["patch"]
+# Pods: watched to count the GPUs they hold, and patched to pin (node affinity), label and
+# ungate the workload's pods.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "patch"]
-- apiGroups: ["batch"]
-  resources: ["jobs"]
-  verbs: ["get", "patch"]
-- apiGroups: ["jobset.x-k8s.io"]
-  resources: ["jobsets"]
-  verbs: ["get", "patch"]
-- apiGroups: ["kubeflow.org"]
-  resources: ["pytorchjobs"]
-  verbs: ["get", "patch"]
-- apiGroups: ["leaderworkerset.x-k8s.io"]
-  resources: ["leaderworkersets"]
-  verbs: ["get", "patch"]
-- apiGroups: ["trainer.kubeflow.org"]
-  resources: ["trainjobs"]
-  verbs: ["get", "patch"]
+# Workloads: read, then patched while suspended (scheduling gate, labels, Kueue annotations,
+# affinities) and unsuspended; one rule per registered workload kind (files/workload-rules.yaml,
+# generated from the workload-kind registry by `make crd`).
+{{ .Files.Get "files/workload-rules.yaml" }}
+# NVIDIA's DRA driver: the ComputeDomain of a job whose groups span GB200 trays of one NVLink
+# domain, created before the workload is released and deleted with the TrainingTopology
+# (harmless where its CRD is absent).
 - apiGroups: ["resource.nvidia.com"]
   resources: ["computedomains"]
   verbs: ["get", "create", "delete"]
+# The ResourceClaimTemplates the workload's pods claim GPUs through (gpusPerPod from the claim).
 - apiGroups: ["resource.k8s.io"]
   resources: ["resourceclaimtemplates"]
   verbs: ["get"]
+# kopf and the operator post Events on TrainingTopologies.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
@@ -112,12 +107,15 @@ ResourceClaimTemplates their pods claim GPUs through (get), and kopf posts Event
 {{/* Cluster-scoped Kueue objects the AdmissionCheck controller reads (and its checks' Active
 condition): granted by the ClusterRole in every mode. */}}
 {{- define "fabricfit.kueueClusterRules" -}}
+# Kueue AdmissionCheck controller: the AdmissionChecks naming fabricfit.dev/placement, and
+# their Active condition.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["admissionchecks"]
   verbs: ["list", "watch"]
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["admissionchecks/status"]
   verbs: ["patch"]
+# The ResourceFlavors whose nodes a job is planned on once Kueue has reserved quota.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["resourceflavors"]
   verbs: ["list", "watch"]
@@ -130,4 +128,11 @@ condition): granted by the ClusterRole in every mode. */}}
 {{- else }}
 {{- .Values.replicas }}
 {{- end }}
+{{- end }}
+
+{{/* An alert's runbook: a page of the docs site under docsUrl (docs/operations/runbooks/NAME.md).
+Call as: include "fabricfit.runbookUrl" (list $ "NAME"). */}}
+{{- define "fabricfit.runbookUrl" -}}
+{{- $root := index . 0 }}
+{{- printf "%soperations/runbooks/%s/" $root.Values.docsUrl (index . 1) }}
 {{- end }}

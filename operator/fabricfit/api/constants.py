@@ -77,22 +77,4 @@ JOBSET_REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 KUBEFLOW_REPLICA_TYPE_LABEL: Final = "training.kubeflow.org/replica-type"
 LWS_GROUP_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/group-index"
 
-FABRIC_PRESETS: Final = (
-    "dgx-a100",
-    "dgx-h100",
-    "dgx-h200",
-    "dgx-b200",
-    "gb200-nvl72",
-    "tpu-v4",
-    "tpu-v5p",
-    "tpu-v5e",
-    "aws-p5",
-    "gcp-a3-mega",
-    "gcp-a4",
-    "azure-nd-h100-v5",
-    "oci-bm-gpu4-8",
-    "h100-leaf-spine-2to1",
-    "h100-rail-only",
-)
-LABEL_SCHEMES: Final = ("auto", "native", "topograph", "gfd", "gke", "eks", "oke", "coreweave")
 DEFAULT_RANK_ORDER: Final = "tp-cp-ep-dp-pp"

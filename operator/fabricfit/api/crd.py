@@ -21,6 +21,7 @@ CEL rules and list markers come from the models' ``json_schema_extra`` and pass 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -203,8 +204,20 @@ def _inline(node: JsonSchemaValue, defs: dict[str, Any]) -> dict[str, Any]:
     return {**_inline(branch, defs), **outer}
 
 
-def openapi_schema() -> dict[str, Any]:
+@dataclass(frozen=True)
+class Registries:
+    """Names the CRD lists whose registries live above the api layer (label schemes in
+    ``fabric.schemes``, workload kinds in ``workloads``): the caller that can see them passes
+    them in (``fabricfit crd``), so a new scheme or kind needs no edit here."""
+
+    label_schemes: tuple[str, ...] = ()
+    workload_kinds: tuple[str, ...] = ()
+
+
+def openapi_schema(registries: Registries | None = None) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of the TrainingTopology resource."""
+    spec = model_schema(TrainingTopologySpec, keep_defaults=True)
+    _list_registries(spec, registries or Registries())
     return {
         "type": "object",
         "description": ROOT_DESCRIPTION,
@@ -213,13 +226,22 @@ def openapi_schema() -> dict[str, Any]:
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
-            "spec": model_schema(TrainingTopologySpec, keep_defaults=True),
+            "spec": spec,
             "status": model_schema(TrainingTopologyStatus, keep_defaults=False),
         },
     }
 
 
-def build_crd() -> dict[str, Any]:
+def _list_registries(spec: dict[str, Any], registries: Registries) -> None:
+    props = spec["properties"]
+    if registries.label_schemes:
+        props["labelScheme"]["enum"] = list(registries.label_schemes)
+    if registries.workload_kinds:
+        kind = props["workloadRef"]["properties"]["kind"]
+        kind["description"] = f"Kind of the workload: {', '.join(registries.workload_kinds)}."
+
+
+def build_crd(registries: Registries | None = None) -> dict[str, Any]:
     """The ``apiextensions.k8s.io/v1`` CustomResourceDefinition of TrainingTopology."""
     version = {
         "name": constants.VERSION,
@@ -227,7 +249,7 @@ def build_crd() -> dict[str, Any]:
         "storage": True,
         "subresources": {"status": {}},
         "additionalPrinterColumns": [dict(column) for column in PRINTER_COLUMNS],
-        "schema": {"openAPIV3Schema": openapi_schema()},
+        "schema": {"openAPIV3Schema": openapi_schema(registries)},
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -249,7 +271,8 @@ def build_crd() -> dict[str, Any]:
     }
 
 
-def render_crd_yaml() -> str:
-    """The CRD as YAML with the generated-file header; byte-for-byte what ``crds/`` holds."""
-    body = yaml.safe_dump(build_crd(), sort_keys=False, width=100, allow_unicode=True)
+def render_crd_yaml(registries: Registries | None = None) -> str:
+    """The CRD as YAML with the generated-file header; with the registries' names, byte for
+    byte what ``crds/`` holds (:func:`fabricfit.cli.crd.generated_crd`)."""
+    body = yaml.safe_dump(build_crd(registries), sort_keys=False, width=100, allow_unicode=True)
     return HEADER + "---\n" + body

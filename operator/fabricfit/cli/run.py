@@ -17,10 +17,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, LABEL_SCHEMES
+from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
 from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
 from fabricfit.cli.fabrics import read_profile_dir
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.kube.peering import parse_priority
 
 DEFAULT_FABRIC_DIR = "/etc/fabricfit/fabrics"
@@ -124,7 +126,8 @@ def execute(args: argparse.Namespace) -> int:
     for why in catalog.refused.values():
         logging.getLogger("fabricfit").warning("fabric profile refused: %s", why)
     if args.fabric not in catalog:
-        raise UsageError(f"--fabric {args.fabric}: unknown fabric profile ({catalog.known()})")
+        message = unknown_name("fabric profile", args.fabric, catalog.profiles, catalog.known())
+        raise UsageError(f"--fabric: {message}")
     config = OperatorConfig(
         catalog=catalog,
         default_fabric=args.fabric,
@@ -170,27 +173,12 @@ def execute(args: argparse.Namespace) -> int:
 
 def kueue_served(kubeconfig: str | None) -> bool:
     """Whether the API server serves Kueue's API now (kopf is told which resources to watch
-    before it starts, so the Kueue handlers are registered or not once, here). An API server
-    that cannot be asked counts as not serving it; kopf then reports the connection itself."""
+    before it starts, so the Kueue handlers are registered or not once, here)."""
     import asyncio
 
-    from kubernetes.config import ConfigException
+    from fabricfit.kube.kueue import serves_kueue_at
 
-    from fabricfit.kube.kueue import serves_kueue
-    from fabricfit.kube.rest import ApiError, Rest, load_credentials
-
-    async def ask() -> bool:
-        rest = Rest(load_credentials(kubeconfig))
-        try:
-            return await serves_kueue(rest)
-        finally:
-            await rest.close()
-
-    try:
-        return asyncio.run(ask())
-    except (ApiError, OSError, ConfigException) as err:
-        logging.getLogger("fabricfit").warning("cannot ask for Kueue's API: %s", err)
-        return False
+    return asyncio.run(serves_kueue_at(kubeconfig))
 
 
 def add_peering_startup(

@@ -35,14 +35,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fabricfit.api.constants import LABEL_SCHEMES
 from fabricfit.fabric.claims import ClaimHolds, read_claim_holds
 from fabricfit.fabric.nodes import NodeFacts, read_node_facts
 from fabricfit.fabric.objects import shorten, str_at
 from fabricfit.fabric.places import check_domain_spans, check_overlay, qualify
 from fabricfit.fabric.pods import Usage, gpus_in_use, pod_usage
 from fabricfit.fabric.resourceslices import DraInventory, read_resource_slices
-from fabricfit.fabric.schemes import AUTO, NodeReading, Resolution, read_node, resolve
+from fabricfit.fabric.schemes import AUTO, NAMES, NodeReading, Resolution, read_node, resolve
 from fabricfit.fabric.topology import ClusterSnapshot, Diagnostic, FabricPlace, NodeInfo
 
 
@@ -58,7 +57,7 @@ def build_snapshot(
     """The cluster as the placement engine sees it; never raises on malformed input.
 
     ``nodes``/``pods`` are Node/Pod objects as the API server returns them (``items`` of
-    ``kubectl get … -o json``). ``scheme`` is one of ``LABEL_SCHEMES``; an unknown name is
+    ``kubectl get … -o json``). ``scheme`` is one of the scheme ``NAMES``; an unknown name is
     reported and treated as ``auto``. ``default_fabric`` is the fabric of nodes without a
     ``topology.fabricfit.dev/fabric`` label. The snapshot's ``scheme`` is the resolved name:
     under ``auto``, ``native`` when any node carries native tier labels (a detected provider
@@ -84,7 +83,7 @@ def _build(
     diagnostics: list[Diagnostic] = []
     inventory, holds = _read_dra(resource_slices, resource_claims, diagnostics)
     facts = _collect_facts(nodes, default_fabric, diagnostics, inventory.gpus_by_node(), memo)
-    if scheme not in LABEL_SCHEMES:
+    if scheme not in NAMES:
         message = f"unknown label scheme {shorten(scheme)}; detecting it (auto)"
         diagnostics.append(Diagnostic(node="", message=message, severity="error"))
         scheme = AUTO

@@ -21,6 +21,7 @@ from fabricfit import __version__
 from fabricfit.api.constants import FINALIZER, TOPOLOGY_LABEL
 from fabricfit.handlers.common import views_of
 from fabricfit.handlers.placed import PlacedTrigger
+from fabricfit.kube.mirror import Mirror
 from fabricfit.kube.rest import Rest, load_credentials
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.reconcile.cluster_pods import (
@@ -31,7 +32,6 @@ from fabricfit.reconcile.cluster_pods import (
 from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
 from fabricfit.reconcile.dra import DraInventoryWatch, dra_served
 from fabricfit.reconcile.inventory import node_entry
-from fabricfit.reconcile.mirror import Mirror
 from fabricfit.reconcile.observe import Observer
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ async def start_mirrors(state: OperatorState, memo: kopf.Memo) -> None:
         except ClusterPodsForbiddenError as err:
             logger.error("%s", err)
             raise kopf.PermanentError(str(err)) from err
-    nodes = Mirror(state.rest, "/api/v1/nodes", node_entry)
+    nodes = Mirror(state.rest, ("v1", "nodes"), node_entry)
     pods = ClusterPods(state.rest, state.config.namespaces)
     memo["node_mirror"] = asyncio.create_task(nodes.run())
     memo["cluster_pods"] = asyncio.create_task(pods.run())

@@ -5,7 +5,7 @@ timer; events of its gated pods pin them (``reconcile.podevents``), and the bind
 last pod reconciles it at once so ``Placed`` does not wait for the resync (``handlers.placed``);
 deletion releases it. kopf watches only our pods (a label selector); the indexes keep slim
 copies of them and each TrainingTopology's recorded plan, which the handlers read as ``Views``
-together with the nodes and other pods start-up mirrors (``reconcile.mirror``).
+together with the nodes and other pods start-up mirrors (``kube.mirror``).
 """
 
 from __future__ import annotations

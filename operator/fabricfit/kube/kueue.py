@@ -3,11 +3,16 @@ two status writes (a Workload's check entry, an AdmissionCheck's ``Active`` cond
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubernetes.config import ConfigException
+
 from fabricfit.api.constants import KUEUE_GROUP, KUEUE_VERSION
-from fabricfit.kube.rest import ApiError, Rest, path_for
+from fabricfit.kube.rest import ApiError, Rest, load_credentials, path_for
+
+logger = logging.getLogger(__name__)
 
 KUEUE_API: str = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 #: The resources the AdmissionCheck controller watches; all must be served to run it.
@@ -22,6 +27,23 @@ async def serves_kueue(rest: Rest) -> bool:
     found = await rest.get(f"/apis/{KUEUE_API}")
     served = {str(r.get("name")) for r in (found or {}).get("resources") or []}
     return all(name in served for name in KUEUE_RESOURCES)
+
+
+async def serves_kueue_at(kubeconfig: str | None) -> bool:
+    """:func:`serves_kueue` on a fresh client for ``kubeconfig``. An API server that cannot be
+    asked counts as not serving it (logged); kopf then reports the connection itself."""
+    try:
+        rest = Rest(load_credentials(kubeconfig))
+    except (OSError, ConfigException) as err:
+        logger.warning("cannot ask for Kueue's API: %s", err)
+        return False
+    try:
+        return await serves_kueue(rest)
+    except (ApiError, OSError) as err:
+        logger.warning("cannot ask for Kueue's API: %s", err)
+        return False
+    finally:
+        await rest.close()
 
 
 async def patch_check_state(

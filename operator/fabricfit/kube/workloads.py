@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fabricfit.api.constants import DRA_GROUP, DRA_VERSION, GROUP, PLURAL, VERSION
+from fabricfit.api.constants import DRA_GROUP, DRA_VERSION
 from fabricfit.api.models import WorkloadRef
 from fabricfit.kube.rest import ApiError, Rest, path_for
 from fabricfit.workloads import KINDS, WorkloadKind
@@ -80,17 +80,3 @@ async def patch_workload(
     if kind.selects_pods:
         raise UnsupportedWorkloadError("plain Pods cannot be patched as a workload")
     await rest.patch(path_for(ref.api_version, kind.plural, namespace, ref.name), body, "merge")
-
-
-async def patch_pod(
-    rest: Rest, namespace: str, name: str, ops: list[dict[str, Any]]
-) -> dict[str, Any]:
-    return await rest.patch(path_for("v1", "pods", namespace, name), ops, "json")
-
-
-async def patch_status(
-    rest: Rest, namespace: str, name: str, status: dict[str, Any]
-) -> dict[str, Any]:
-    """Merge-patch the status subresource of a TrainingTopology."""
-    path = path_for(f"{GROUP}/{VERSION}", PLURAL, namespace, name, "status")
-    return await rest.patch(path, {"status": status}, "merge")

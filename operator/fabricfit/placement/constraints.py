@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo, Taint
@@ -29,6 +30,8 @@ from fabricfit.placement.request import (
 )
 
 HARD_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+#: No GPUs held by other plans (the default of every ``reservations`` parameter).
+NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 
 
 def free_after_reservations(node: NodeInfo, reservations: Mapping[str, int]) -> int:

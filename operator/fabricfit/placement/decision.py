@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from fabricfit.api.conditions import Reason
 from fabricfit.placement.layout import GROUP_KINDS, Groups
 from fabricfit.placement.spares import NO_SPARES, SpareSet
 
@@ -56,7 +57,10 @@ class LargestFit:
 
 @dataclass(frozen=True, slots=True)
 class PlacementDecision:
-    """A placement plan, or why there is none."""
+    """A placement plan, or why there is none: ``failure`` is the condition reason an
+    infeasible decision surfaces as (the policy refuses specs no cluster can hold before the
+    planner runs, so every planner failure is ``InsufficientGPUs``: this cluster, now),
+    ``reasons`` the sentences."""
 
     feasible: bool
     fabric: str
@@ -70,6 +74,7 @@ class PlacementDecision:
     scores: Mapping[str, float] = field(default_factory=_empty_floats)
     candidate: str = ""
     spares: SpareSet = NO_SPARES  # the nodes this plan left free as spares
+    failure: Reason | None = None
 
     @property
     def efficiency(self) -> float:
@@ -98,6 +103,7 @@ class PlacementDecision:
             ),
             "efficiency": round(self.efficiency, 6) if self.feasible else None,
             "reasons": list(self.reasons),
+            "failure": self.failure.value if self.failure is not None else None,
             "largest_feasible": _largest_json(self.largest_feasible),
             "candidate": self.candidate,
             "spares": self.spares.to_json_dict(),

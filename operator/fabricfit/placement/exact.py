@@ -20,14 +20,13 @@ from dataclasses import dataclass
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
-from fabricfit.placement.constraints import eligible_nodes, free_after_reservations
+from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes, free_after_reservations
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.feasibility import max_domain_gpus
 from fabricfit.placement.layout import build_layout, validate_layout
 from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Scored, Scorer
-from fabricfit.placement.search import NO_RESERVATIONS
 from fabricfit.placement.slots import PodSlot, build_leaf_domains, node_slots, node_sort_key
 
 MAX_EXACT_NODES = 16

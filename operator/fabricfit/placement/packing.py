@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.constraints import free_after_reservations
+from fabricfit.placement.constraints import NO_RESERVATIONS, free_after_reservations
 from fabricfit.placement.quality import domain_of
 from fabricfit.placement.slots import PodSlot
 
 #: Tiers of the packing loss in the order candidates compare on them (``quality.TIERS`` without
 #: the whole cluster). The first counts free GPUs, the others GPUs of entirely free nodes.
 PACKING_TIERS: tuple[str, ...] = ("node", "nvlink_domain", "rail_group", "spine")
-NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 
 Loss = tuple[int, ...]
 

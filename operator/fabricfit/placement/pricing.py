@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.constraints import NO_RESERVATIONS
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import build_layout
-from fabricfit.placement.quality import NO_RESERVATIONS, PlanQuality, quality_of
+from fabricfit.placement.quality import PlanQuality, quality_of
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot, node_slots
 

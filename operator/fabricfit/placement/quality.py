@@ -30,7 +30,7 @@ from types import MappingProxyType
 
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot, NodeInfo
-from fabricfit.placement.constraints import free_after_reservations
+from fabricfit.placement.constraints import NO_RESERVATIONS, free_after_reservations
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import RankLayout
@@ -39,7 +39,6 @@ from fabricfit.placement.slots import PodSlot, leaf_key, slot_starts
 
 TIERS: tuple[str, ...] = ("node", "nvlink_domain", "rail_group", "spine", "cluster")
 POD_SIZES: tuple[int, ...] = (1, 2, 4, 8)
-NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)

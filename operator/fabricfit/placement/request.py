@@ -7,8 +7,8 @@ workload's own pod template says where its pods may run (nodeSelector, required 
 tolerations). ``request_from_spec`` folds both into one frozen value, so the core never sees a
 pydantic model or a raw pod template again. Pod-template parsing is lenient about shape (missing
 sections mean "no constraint") and strict about content: an unknown affinity operator is a
-``ValueError`` with one clear sentence, because silently ignoring it would place pods where the
-workload forbids them.
+:class:`TemplateError` (a ``ValueError``) with one clear sentence, because silently ignoring it
+would place pods where the workload forbids them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
 AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TOLERATION_OPERATORS = ("Equal", "Exists")
+
+
+class TemplateError(ValueError):
+    """The workload's pod template says something about placement that cannot be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,7 @@ def _pod_spec(pod_template: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if inner is None:
         return pod_template
     if not isinstance(inner, Mapping):
-        raise ValueError(f"spec is {kind_of(inner)}, not a mapping")
+        raise TemplateError(f"spec is {kind_of(inner)}, not a mapping")
     return inner
 
 
@@ -142,7 +146,7 @@ def _mapping(value: object, what: str) -> Mapping[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ValueError(f"{what} is {kind_of(value)}, not a mapping")
+        raise TemplateError(f"{what} is {kind_of(value)}, not a mapping")
     out: dict[str, str] = {}
     for key, item in value.items():
         out[_string(key, f"a {what} key")] = _string(item, f"{what}[{shorten(key)}]")
@@ -150,12 +154,12 @@ def _mapping(value: object, what: str) -> Mapping[str, str]:
 
 
 def _string(value: object, what: str, default: str | None = None) -> str:
-    """``value`` when it is a string (``default`` when absent); otherwise a ValueError that
+    """``value`` when it is a string (``default`` when absent); otherwise a TemplateError that
     names ``what`` and the kind of value found — never its text (it may be huge)."""
     if value is None and default is not None:
         return default
     if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string, got {shorten(value)}")
+        raise TemplateError(f"{what} must be a string, got {shorten(value)}")
     return value
 
 
@@ -163,7 +167,7 @@ def _sequence(value: object, what: str) -> Sequence[Any]:
     if value is None:
         return ()
     if not isinstance(value, list | tuple):
-        raise ValueError(f"{what} is {kind_of(value)}, not a list")
+        raise TemplateError(f"{what} is {kind_of(value)}, not a list")
     return value
 
 
@@ -183,7 +187,7 @@ def parse_required_affinity(affinity: object) -> tuple[SelectorTerm, ...]:
 
 def _parse_term(term: object) -> SelectorTerm:
     if not isinstance(term, Mapping):
-        raise ValueError(f"a nodeSelectorTerm is {kind_of(term)}, not a mapping")
+        raise TemplateError(f"a nodeSelectorTerm is {kind_of(term)}, not a mapping")
     return SelectorTerm(
         expressions=tuple(
             _parse_expression(e)
@@ -197,10 +201,10 @@ def _parse_term(term: object) -> SelectorTerm:
 
 def _parse_expression(expression: object) -> MatchExpression:
     if not isinstance(expression, Mapping) or "key" not in expression:
-        raise ValueError("a node-selector requirement needs a key and an operator")
+        raise TemplateError("a node-selector requirement needs a key and an operator")
     operator = _string(expression.get("operator"), "a node-selector operator", "")
     if operator not in AFFINITY_OPERATORS:
-        raise ValueError(
+        raise TemplateError(
             f"unknown node-affinity operator {shorten(operator)} (expected one of "
             f"{', '.join(AFFINITY_OPERATORS)})"
         )
@@ -216,10 +220,10 @@ def parse_tolerations(tolerations: object) -> tuple[Toleration, ...]:
     parsed: list[Toleration] = []
     for item in _sequence(tolerations, "tolerations"):
         if not isinstance(item, Mapping):
-            raise ValueError(f"a toleration is {kind_of(item)}, not a mapping")
+            raise TemplateError(f"a toleration is {kind_of(item)}, not a mapping")
         operator = _string(item.get("operator"), "a toleration operator", "") or "Equal"
         if operator not in TOLERATION_OPERATORS:
-            raise ValueError(f"unknown toleration operator {shorten(operator)}")
+            raise TemplateError(f"unknown toleration operator {shorten(operator)}")
         parsed.append(
             Toleration(
                 key=_string(item.get("key"), "a toleration key", ""),

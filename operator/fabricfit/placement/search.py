@@ -33,8 +33,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from types import MappingProxyType
 
+from fabricfit.api.conditions import Reason
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
 from fabricfit.placement.candidates import (
@@ -44,7 +44,7 @@ from fabricfit.placement.candidates import (
     job_blocks,
     job_sub_blocks,
 )
-from fabricfit.placement.constraints import eligible_nodes
+from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision, RankPlacement
 from fabricfit.placement.feasibility import (
@@ -64,7 +64,6 @@ from fabricfit.placement.scoring import Rejected, Scored, Scorer
 from fabricfit.placement.slots import LeafDomain, build_leaf_domains
 from fabricfit.placement.spares import SpareSet, spares_for
 
-NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 SATURATED_SCORE = 99.95
 PEER_LABEL = "kueue-bestfit (the peer's placement)"  # preferred rail group, Kueue's usual
 PEER_PREFIX = "kueue-bestfit ("  # every Kueue candidate's label starts so
@@ -114,7 +113,12 @@ def plan_placement(
     )
     if reasons:
         return PlacementDecision(
-            feasible=False, fabric=fabric, groups={}, reasons=reasons, spares=spares
+            feasible=False,
+            fabric=fabric,
+            groups={},
+            reasons=reasons,
+            spares=spares,
+            failure=Reason.INSUFFICIENT_GPUS,  # the layout was valid; this cluster is too small
         )
     problem = _prepare(request, nodes, rejected, reservations, spares)
     if problem.units_free < problem.units_needed:
@@ -148,6 +152,7 @@ def _no_room(
         groups=problem.layout.groups,
         reasons=reasons,
         largest_feasible=largest_fit(request, problem.units_free, problem.unit_pods),
+        failure=Reason.INSUFFICIENT_GPUS,
     )
 
 
@@ -224,6 +229,7 @@ def _search(
             groups=problem.layout.groups,
             reasons=why or ("no candidate placement satisfied the hard constraints",),
             largest_feasible=largest_fit(scorer.ctx.request, problem.units_free, problem.unit_pods),
+            failure=Reason.INSUFFICIENT_GPUS,
         )
     budget = default_move_budget(problem.layout.pods) if move_budget is None else move_budget
     if scored[0].scores.get("communication-time", 0.0) >= SATURATED_SCORE:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from fabricfit import policy
 from fabricfit.api.conditions import ConditionType, Reason
 from fabricfit.api.constants import SCHEDULING_GATE
 from fabricfit.api.status import find_condition, rfc3339
@@ -122,7 +123,12 @@ def admit(run: Run, target: Target, expected: int) -> Admitted | None:
         run.draft.set(reasons=[ungateable])
         return None
     flavors = [kueue.flavors[name] for name in job.flavors]
-    admitted = replace(target, template=admitted_template(target.template, flavors))
+    template = admitted_template(target.template, flavors)
+    request, problem = policy.build_request(target.spec, template)
+    if request is None:
+        hold_nothing(run, f"the template as Kueue starts it: {problem}")
+        return None
+    admitted = replace(target, template=template, request=request)
     return Admitted(admitted, stage is Stage.READY)
 
 

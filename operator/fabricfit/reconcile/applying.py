@@ -37,8 +37,9 @@ from typing import Any
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.kube.rest import ApiError, Rest, path_for
-from fabricfit.kube.workloads import patch_pod, patch_workload
+from fabricfit.kube.pods import label_pod, patch_pod
+from fabricfit.kube.rest import ApiError, Rest
+from fabricfit.kube.workloads import patch_workload
 from fabricfit.reconcile.admission import ADMISSION_MODE
 from fabricfit.reconcile.context import Refusal, Target
 from fabricfit.reconcile.inventory import TopologyKey
@@ -250,9 +251,8 @@ async def _label_pods(
         meta = pod.get("metadata") or {}
         if (meta.get("labels") or {}).get(TOPOLOGY_LABEL) == name:
             continue
-        body = {"metadata": {"labels": {TOPOLOGY_LABEL: name}}}
         try:
-            await rest.patch(path_for("v1", "pods", namespace, meta.get("name")), body, "merge")
+            await label_pod(rest, namespace, str(meta.get("name")), {TOPOLOGY_LABEL: name})
         except ApiError as err:
             if err.status != 404:
                 raise

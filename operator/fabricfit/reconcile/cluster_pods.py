@@ -2,7 +2,7 @@
 
 GPUs are a cluster-wide resource. kopf watches only the pods labelled as a TrainingTopology's
 (a server-side label selector: the handlers act on no other pod, and kopf's per-object machinery
-does not scale to every pod of a large cluster, see ``reconcile.mirror``), and in namespaced mode
+does not scale to every pod of a large cluster, see ``kube.mirror``), and in namespaced mode
 only those of the listed namespaces. ``ClusterPods`` keeps a read-only, slimmed copy of every
 other *bound* pod in the cluster (a ``Mirror`` of ``/api/v1/pods`` with
 ``spec.nodeName!=``), so no busy GPU is missed. The operator refuses to start namespaced when it
@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
-from fabricfit.kube.rest import ApiError, Rest
+from fabricfit.kube.discovery import may_list
+from fabricfit.kube.mirror import Key, Mirror, Source
+from fabricfit.kube.rest import Rest
 from fabricfit.reconcile.inventory import slim_pod
-from fabricfit.reconcile.mirror import Key, Mirror, Source
 
-PODS_PATH = "/api/v1/pods"
+PODS = ("v1", "pods")
 BOUND = {"fieldSelector": "spec.nodeName!="}
 
 
@@ -29,17 +30,13 @@ class ClusterPodsForbiddenError(Exception):
 
 async def require_cluster_pods(rest: Rest, namespaces: tuple[str, ...]) -> None:
     """Fail with a clear message unless pods can be listed in every namespace."""
-    try:
-        await rest.request("GET", f"{PODS_PATH}?limit=1")
-    except ApiError as err:
-        if err.status in (401, 403):
-            raise ClusterPodsForbiddenError(
-                f"namespaced mode ({', '.join(namespaces)}) must list and watch pods in every "
-                "namespace (read-only) to count the GPUs other namespaces' pods hold; without "
-                "it plans would double-book them. Grant list and watch on pods cluster-wide "
-                "(the Helm chart does) or run with --all-namespaces."
-            ) from err
-        raise
+    if not await may_list(rest, *PODS):
+        raise ClusterPodsForbiddenError(
+            f"namespaced mode ({', '.join(namespaces)}) must list and watch pods in every "
+            "namespace (read-only) to count the GPUs other namespaces' pods hold; without "
+            "it plans would double-book them. Grant list and watch on pods cluster-wide "
+            "(the Helm chart does) or run with --all-namespaces."
+        )
 
 
 class ClusterPods(Mirror):
@@ -47,7 +44,7 @@ class ClusterPods(Mirror):
     non-empty) every pod outside the ``watched`` namespaces."""
 
     def __init__(self, rest: Source, watched: tuple[str, ...]) -> None:
-        super().__init__(rest, PODS_PATH, self._slim, BOUND)
+        super().__init__(rest, PODS, self._slim, BOUND)
         self.watched = frozenset(watched)
 
     def pods(self) -> list[Mapping[str, Any]]:

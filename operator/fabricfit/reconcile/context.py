@@ -15,6 +15,7 @@ from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.snapshot import FactsMemo
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
+from fabricfit.placement.request import PlacementRequest
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.inventory import Holding, Ledger, TopologyKey
@@ -123,13 +124,17 @@ class Run:
 @dataclass(frozen=True)
 class Target:
     """What the reconcile found to place: the parsed spec, its workload (None while absent),
-    the pod template whose constraints the plan honours, and the workload's pods."""
+    the pod template whose constraints the plan honours, the workload's pods, what the planner
+    is asked (built once, by the policy, from that spec and template), and the label scheme the
+    job's nodes are read with (the spec's, else the operator's; resolved once)."""
 
     spec: TrainingTopologySpec
     workload: Mapping[str, Any] | None
     template: Mapping[str, Any] | None
     pods: tuple[Mapping[str, Any], ...]
+    request: PlacementRequest
     claims: PodClaims = field(default_factory=PodClaims)  # GPUs its pods claim through DRA
+    scheme: str = "auto"
 
     @property
     def ref(self) -> WorkloadRef:

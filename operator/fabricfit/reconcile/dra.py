@@ -3,7 +3,7 @@
 On a cluster whose GPUs come from NVIDIA's DRA driver, nodes list no ``nvidia.com/gpu``: the
 snapshot needs the ResourceSlices (what each node publishes) and the allocated ResourceClaims
 (what is taken). When the API server serves ``resource.k8s.io/v1`` (GA since Kubernetes 1.34),
-start-up keeps a read-only copy of both (a ``reconcile.mirror.Mirror``: paged list, then watch,
+start-up keeps a read-only copy of both (a ``kube.mirror.Mirror``: paged list, then watch,
 listing again when a watch expires with 410 Gone or fails), slimmed to the GPU driver's part.
 Without the API (older clusters, or DRA switched off) nothing is watched and every node's GPUs
 come from its allocatable, as before; without read access the operator says so once and carries
@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fabricfit.api.constants import DRA_GPU_DRIVER, DRA_GROUP, DRA_VERSION
-from fabricfit.kube.rest import ApiError, Rest, path_for
-from fabricfit.reconcile.mirror import Key, Mirror
+from fabricfit.kube.discovery import may_list, served_resources
+from fabricfit.kube.mirror import Key, Mirror
+from fabricfit.kube.rest import ApiError, Rest
 
 logger = logging.getLogger(__name__)
 API = f"{DRA_GROUP}/{DRA_VERSION}"
@@ -65,7 +66,7 @@ def dra_mirror(rest: Rest, plural: str, slim: Slim) -> Mirror:
     def keyed(obj: Mapping[str, Any]) -> tuple[Key, dict[str, Any] | None]:
         return _key(obj), slim(obj)
 
-    return Mirror(rest, path_for(API, plural), keyed)
+    return Mirror(rest, (API, plural), keyed)
 
 
 class DraInventoryWatch:
@@ -90,29 +91,22 @@ class DraInventoryWatch:
 async def dra_served(rest: Rest) -> bool:
     """Whether ``resource.k8s.io/v1`` serves ResourceSlices and ResourceClaims readable by us."""
     try:
-        resources = await rest.request("GET", f"/apis/{API}")
+        names = await served_resources(rest, API)
     except ApiError as err:
-        if err.status != 404:
-            logger.warning("cannot discover %s (%s); DRA GPUs are not counted", API, err)
+        logger.warning("cannot discover %s (%s); DRA GPUs are not counted", API, err)
         return False
-    names = {r.get("name") for r in resources.get("resources") or [] if isinstance(r, Mapping)}
-    if not {"resourceslices", "resourceclaims"} <= names:
+    if names is None or not {"resourceslices", "resourceclaims"} <= names:
         return False
     for plural in ("resourceslices", "resourceclaims"):
-        try:
-            await rest.request("GET", f"{path_for(API, plural)}?limit=1")
-        except ApiError as err:
-            if err.status in (401, 403):
-                logger.error(
-                    "%s is served but %s cannot be listed (%s): GPUs handed out by DRA are not "
-                    "counted; grant list and watch on %s cluster-wide (the Helm chart does)",
-                    API,
-                    plural,
-                    err,
-                    plural,
-                )
-                return False
-            raise
+        if not await may_list(rest, API, plural):
+            logger.error(
+                "%s is served but %s cannot be listed: GPUs handed out by DRA are not "
+                "counted; grant list and watch on %s cluster-wide (the Helm chart does)",
+                API,
+                plural,
+                plural,
+            )
+            return False
     return True
 
 

@@ -1,7 +1,7 @@
 """What the operator knows about the cluster between API calls.
 
 Three maps: nodes (by name) and the bound pods kopf does not watch, mirrored by start-up's own
-list + watch (``reconcile.mirror``, ``reconcile.cluster_pods``); and from kopf's indexes, the
+list + watch (``kube.mirror``, ``reconcile.cluster_pods``); and from kopf's indexes, the
 pods that belong to a TrainingTopology (by namespace/name) and the TrainingTopologies
 (reservation and resourceVersion). Start-up waits for the mirrors' first listing and kopf starts
 no handler before every index has finished its own, so after a restart the first plan already

@@ -24,12 +24,11 @@ from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.nodes import read_node_facts
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.kube.workloads import patch_status
+from fabricfit.kube.topologies import patch_status
 from fabricfit.placement import (
     PlacementDecision,
     PlacementRequest,
     plan_placement,
-    request_from_spec,
 )
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.maintenance import pending_holds
@@ -105,15 +104,14 @@ def recent_snapshot(
     return fresh_snapshot(state, views_of(), scheme)
 
 
-def plan_still_fits(run: Run, target: Target, views: Views, snapshot: ClusterSnapshot) -> bool:
+def plan_still_fits(run: Run, target: Target, snapshot: ClusterSnapshot) -> bool:
     """Whether the recorded plan, whose pods have not started, still fits: every node available,
     matching the workload's constraints (which may have appeared after planning), with room for
     its pods once other plans' holds are taken out."""
-    spec = target.spec
+    spec, request, views = target.spec, target.request, run.views_of()
     held = holds_of_others(
         run.key, run.state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
     )
-    request = request_from_spec(spec, target.template)
     for node, count in Counter(run.record.pods).items():
         if not snapshot.has_node(node):
             return False
@@ -166,15 +164,14 @@ def _inputs(
     run: Run, target: Target
 ) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
     """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
-    state, spec, views = run.state, target.spec, run.views_of()
-    snapshot = fresh_snapshot(state, views, scheme_of(spec, state))
+    state, views = run.state, run.views_of()
+    snapshot = fresh_snapshot(state, views, target.scheme)
     held = holds_of_others(
         run.key, state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
     )
-    request = request_from_spec(spec, target.template)
-    profile, why = resolve_profile(spec, snapshot, state)
+    profile, why = resolve_profile(target.spec, snapshot, state)
     run.draft.set(fabricReason=why[:512])
-    return snapshot, request, profile, held
+    return snapshot, target.request, profile, held
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
@@ -195,7 +192,7 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
         if not decision.feasible:
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
-            draft.condition(Reason.INSUFFICIENT_GPUS, _why(decision))
+            draft.condition(decision.failure or Reason.INSUFFICIENT_GPUS, _why(decision))
             await write_status(run)
             return None
         state.infeasible.pop(key, None)

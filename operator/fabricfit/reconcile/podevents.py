@@ -21,10 +21,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fabricfit.api.constants import GROUP, PLURAL, TOPOLOGY_LABEL, VERSION
+from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.kube.rest import ApiError, path_for
-from fabricfit.kube.workloads import patch_pod, read_workload
+from fabricfit.kube.pods import RACES, patch_pod
+from fabricfit.kube.rest import ApiError
+from fabricfit.kube.topologies import read_topology
+from fabricfit.kube.workloads import read_workload
 from fabricfit.reconcile import computedomain, planning, service
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.inventory import TopologyKey
@@ -33,7 +35,6 @@ from fabricfit.render.workload import PINNING_MODES
 from fabricfit.workloads import kind_named, pod_index
 
 # Conflicts a pod patch can meet when the pod changed underneath us; the next event sees it.
-_RACES = (404, 409, 422)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ async def reconcile_by_name(
     state: OperatorState, views_of: ViewsOf, namespace: str, name: str
 ) -> PodEventResult:
     """Read a TrainingTopology that has a plan and reconcile it (nothing when it has none)."""
-    found = await read_topology(state, namespace, name)
+    found = await read_topology(state.rest, namespace, name)
     if found is None or not (found.get("status") or {}).get("pods"):
         return PodEventResult()
     outcome = await service.reconcile(found, state, views_of)
@@ -105,14 +106,10 @@ async def pin_from_plan(
         try:
             await patch_pod(state.rest, key[0], str(meta.get("name")), build_pin_patch(pod, node))
         except ApiError as err:
-            if err.status not in _RACES:
+            if err.status not in RACES:
                 raise
             return False
         return True
-
-
-async def read_topology(state: OperatorState, namespace: str, name: str) -> dict[str, Any] | None:
-    return await state.rest.get(path_for(f"{GROUP}/{VERSION}", PLURAL, namespace, name))
 
 
 async def release(body: Mapping[str, Any], state: OperatorState, views_of: ViewsOf) -> None:
@@ -128,11 +125,10 @@ async def release(body: Mapping[str, Any], state: OperatorState, views_of: Views
             if not is_gated(pod):
                 continue
             meta = pod.get("metadata") or {}
-            path = path_for("v1", "pods", key[0], meta.get("name"))
             try:
-                await state.rest.patch(path, build_ungate_patch(pod), "json")
+                await patch_pod(state.rest, key[0], str(meta.get("name")), build_ungate_patch(pod))
             except ApiError as err:
-                if err.status not in _RACES:
+                if err.status not in RACES:
                     raise
     state.object_locks.pop(key, None)
 

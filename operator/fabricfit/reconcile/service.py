@@ -160,26 +160,20 @@ async def _workload(
     return workload
 
 
-def settle_spec(
+def admit_workload(
     body: Mapping[str, Any],
     spec: TrainingTopologySpec,
     workload: Mapping[str, Any] | None,
     draft: StatusDraft,
     claims: policy.ClaimObjects | None = None,
-) -> tuple[TrainingTopologySpec, Mapping[str, Any] | None]:
-    """The spec with ``gpusPerPod`` settled from the workload (and the claim templates its pods
-    claim GPUs through), checked against the workload, and the rank template (the policy's
-    steps 2 and 3)."""
-    ref = spec.workload_ref
-    assert ref is not None
-    template = policy.rank_template(ref.kind, workload)
-    settled, problems = policy.settle_gpus_per_pod(body.get("spec"), spec, template, claims=claims)
-    if settled is None or problems:
-        _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
-    problems = policy.workload_problems(settled, workload)
-    if problems:
-        _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
-    return settled, template
+) -> policy.Admission:
+    """The policy's steps 2–4, once: ``gpusPerPod`` settled from the workload (and the claim
+    templates its pods claim GPUs through), the workload checked, the rank template and the
+    request built; an InvalidSpec condition for any problem."""
+    admitted = policy.admit_workload(body.get("spec"), spec, workload, claims=claims)
+    if admitted.request is None or admitted.spec is None or admitted.problems:
+        _invalid(draft, Reason.INVALID_SPEC, admitted.message)
+    return admitted
 
 
 def workload_pods(
@@ -206,11 +200,10 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
         if admitted is None:
             raise _StopError
         target, may_pin = admitted.target, admitted.ready
-    scheme = planning.scheme_of(spec, run.state)
-    state = run.state
+    state, scheme = run.state, target.scheme
     recent = planning.recent_snapshot(state, run.views_of, scheme)
     set_topology_condition(run.draft, recent, scheme, state.per_facts)
-    plan, snapshot = await _ensure_plan(run, target, found)
+    plan, snapshot = await _ensure_plan(run, target, found, recent)
     if target.workload is None:
         ref = target.ref
         run.draft.condition(
@@ -251,12 +244,14 @@ async def _target(run: Run, body: Mapping[str, Any], parsed: TrainingTopologySpe
     workload = await _workload(run.state, parsed, run.namespace, run.draft)
     views = run.views_of()
     claims = await claim_sources(run.state.rest, run.namespace, parsed, workload, views)
-    spec, template = settle_spec(body, parsed, workload, run.draft, claims)
-    assert spec.workload_ref is not None
+    admitted = admit_workload(body, parsed, workload, run.draft, claims)
+    spec, template, request = admitted.spec, admitted.template, admitted.request
+    assert spec is not None and spec.workload_ref is not None and request is not None
     pods = workload_pods(run.key, spec.workload_ref.kind, workload, views)
     claimed = pod_claim_gpus(template, claims) if template is not None else PodClaims()
     run.draft.set(gpuAllocation=gpu_allocation(claimed))
-    return Target(spec, workload, template, tuple(pods), claimed)
+    scheme = planning.scheme_of(spec, run.state)
+    return Target(spec, workload, template, tuple(pods), request, claimed, scheme)
 
 
 def decide_plan(record: PlanRecord, target: Target, generation: int) -> PlanStep:
@@ -269,25 +264,23 @@ def decide_plan(record: PlanRecord, target: Target, generation: int) -> PlanStep
 
 
 async def _ensure_plan(
-    run: Run, target: Target, found: _Found
+    run: Run, target: Target, found: _Found, recent: ClusterSnapshot
 ) -> tuple[tuple[str, ...], ClusterSnapshot]:
-    state, spec, current = run.state, target.spec, run.record.pods
-    scheme = planning.scheme_of(spec, state)
+    """The plan to apply and the snapshot it is checked against. ``recent`` (at most
+    ``SNAPSHOT_MAX_AGE_SECONDS`` old) serves the read-only steps; only a new plan takes a fresh
+    snapshot, under the planning lock. The planner's own failures are data (an infeasible
+    decision); an exception other than a refused fabric is a bug, left to kopf to retry."""
+    current = run.record.pods
     step = decide_plan(run.record, target, run.draft.generation)
     if step is PlanStep.KEEP:
         # A started job is never moved; lost pods are re-placed (under the lock, freshly).
-        return current, planning.recent_snapshot(state, run.views_of, scheme)
-    if step is PlanStep.RECHECK:
-        views = run.views_of()
-        snapshot = planning.fresh_snapshot(state, views, scheme)
-        if planning.plan_still_fits(run, target, views, snapshot):
-            return current, snapshot
+        return current, recent
+    if step is PlanStep.RECHECK and planning.plan_still_fits(run, target, recent):
+        return current, recent
     try:
         result = await planning.plan_and_reserve(run, target)
     except ProfileError as err:  # the fabric choice: unknown name, refused profile file
         _invalid(run.draft, Reason.INVALID_FABRIC, str(err))
-    except ValueError as err:
-        _invalid(run.draft, Reason.INVALID_SPEC, str(err))
     if result is None:
         raise _StopError
     found.decision = result.decision

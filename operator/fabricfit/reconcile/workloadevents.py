@@ -25,6 +25,7 @@ from fabricfit.api.constants import (
 from fabricfit.api.status import rfc3339
 from fabricfit.kube.kueue import patch_admission_check_status, patch_check_state
 from fabricfit.kube.rest import ApiError
+from fabricfit.kube.topologies import read_topology
 from fabricfit.policy.kueuecheck import (
     PENDING,
     Stage,
@@ -38,7 +39,7 @@ from fabricfit.reconcile import service
 from fabricfit.reconcile.admission import ADMISSION_MODE
 from fabricfit.reconcile.context import OperatorState, Views
 from fabricfit.reconcile.inventory import Holding, TopologyKey
-from fabricfit.reconcile.podevents import PodEventResult, ViewsOf, read_topology
+from fabricfit.reconcile.podevents import PodEventResult, ViewsOf
 
 #: The Workload annotations fabricfit reads (the owner of a job's component, and its index).
 _KUEUE_OWNER_KEYS = frozenset(
@@ -100,7 +101,7 @@ async def on_workload_event(
     if key is None:
         await _note_unplanned(body, state, views, owner)
         return PodEventResult()
-    found = await read_topology(state, *key)
+    found = await read_topology(state.rest, *key)
     if found is None:
         return PodEventResult()
     try:

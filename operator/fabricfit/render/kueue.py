@@ -47,7 +47,7 @@ from fabricfit.api.constants import (
     KUEUE_SLICE_SIZE,
 )
 from fabricfit.fabric.schemes import LabelScheme, resolve
-from fabricfit.fabric.schemes.clouds import EKS_LAYERS
+from fabricfit.fabric.schemes.eks import EKS_LAYERS
 from fabricfit.fabric.schemes.native import NATIVE
 
 #: Tiers, finest first; a tier's domain is qualified by every tier after it.

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from xml.sax.saxutils import escape, quoteattr
 
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
+from fabricfit.placement.constraints import NO_RESERVATIONS
 from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import GROUP_KINDS
 from fabricfit.placement.slots import leaf_key, node_sort_key
@@ -77,7 +77,6 @@ FOREIGN_FILL = "#b8b8b8"
 NVLINK_BOX = "NVLink domain"
 SVG_NS = "http://www.w3.org/2000/svg"
 MAX_LISTED_RANKS = 8
-NO_RESERVATIONS: Mapping[str, int] = MappingProxyType({})
 LEGEND_COLUMNS = 3
 LEGEND_COLUMN_PX = 270
 LEGEND_PX = PAD_PX * 2 + LEGEND_COLUMNS * LEGEND_COLUMN_PX

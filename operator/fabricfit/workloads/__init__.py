@@ -10,27 +10,36 @@ their own; an unknown name behaves like a kind with no templates, index or suspe
 
 Patches are JSON merge patches: maps merge but lists are replaced, so a change to a template
 reached through a list (a JobSet's replicated jobs) rewrites the whole list (other fields as
-read). To add a kind: write its module (subclass ``WorkloadKind``), list it in :data:`KINDS`,
-grant its ``rbac_verbs`` in the chart, and give it tests under ``tests/unit/workloads/``.
+read). To add a kind: write its module (subclass ``WorkloadKind``, instance ``KIND``; this
+package's modules are the registry) and its tests under ``tests/unit/workloads/``, then
+``make crd`` (the CRD's kind list and the chart's RBAC rules are generated from the registry).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from fabricfit.render.workload import merge_diff, thaw
 from fabricfit.workloads.base import Path, WorkloadKind, dotted, get_path, put_path
-from fabricfit.workloads.job import JOB
-from fabricfit.workloads.jobset import JOBSET
-from fabricfit.workloads.leaderworkerset import LEADERWORKERSET
-from fabricfit.workloads.pod import POD
-from fabricfit.workloads.pytorchjob import PYTORCHJOB
-from fabricfit.workloads.trainjob import TRAINJOB
 
-KINDS: Final[Mapping[str, WorkloadKind]] = {
-    k.name: k for k in (JOB, JOBSET, PYTORCHJOB, LEADERWORKERSET, TRAINJOB, POD)
-}
+
+def _discover() -> Mapping[str, WorkloadKind]:
+    """Every module's ``KIND`` (modules but ``base``), in module order."""
+    found: dict[str, WorkloadKind] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name == "base":
+            continue
+        kind = getattr(importlib.import_module(f"{__name__}.{info.name}"), "KIND", None)
+        if isinstance(kind, WorkloadKind):
+            found[kind.name] = kind
+    return MappingProxyType(found)
+
+
+KINDS: Final[Mapping[str, WorkloadKind]] = _discover()
 _NONE = WorkloadKind()
 
 

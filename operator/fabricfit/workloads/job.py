@@ -36,4 +36,4 @@ class Job(WorkloadKind):
         return parse_index(labels.get(JOB_COMPLETION_INDEX_LABEL))
 
 
-JOB = Job()
+KIND = JOB = Job()

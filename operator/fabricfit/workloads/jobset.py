@@ -84,4 +84,4 @@ def job_shape(rj: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return per_job, count(rj.get("replicas"), 1)
 
 
-JOBSET = JobSet()
+KIND = JOBSET = JobSet()

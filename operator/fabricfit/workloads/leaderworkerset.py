@@ -76,4 +76,4 @@ class LeaderWorkerSet(WorkloadKind):
         return group * size + worker
 
 
-LEADERWORKERSET = LeaderWorkerSet()
+KIND = LEADERWORKERSET = LeaderWorkerSet()

@@ -31,7 +31,7 @@ class Pod(WorkloadKind):
         return parse_index(labels.get(index_label)) if index_label else None
 
 
-POD = Pod()
+KIND = POD = Pod()
 
 
 def pod_group(pods: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -57,4 +57,4 @@ def replicas(workload: Mapping[str, Any], replica_type: str) -> int | None:
     return count(spec.get("replicas"), 1) if isinstance(spec, Mapping) else None
 
 
-PYTORCHJOB = PyTorchJob()
+KIND = PYTORCHJOB = PyTorchJob()

@@ -141,4 +141,4 @@ def _merge_constraints(into: dict[str, Any], spec: Mapping[str, Any]) -> None:
         into["affinity"] = copy.deepcopy(spec["affinity"])
 
 
-TRAINJOB = TrainJob()
+KIND = TRAINJOB = TrainJob()

@@ -12,7 +12,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from fabricfit.api import constants
-from fabricfit.api.crd import build_crd, model_schema
+from fabricfit.api.crd import Registries, build_crd, model_schema
+from fabricfit.fabric.schemes import NAMES as _SCHEMES
+from fabricfit.workloads import KINDS as _KINDS
 from unit.api.apiserver import apply_defaults, failed_rules, schema_errors
 
 Node = tuple[str, dict[str, Any]]
@@ -35,6 +37,8 @@ FORBIDDEN = {
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 # Standard fields every CRD declares loosely; the API server owns their validation.
 EXEMPT = {".apiVersion", ".kind", ".metadata"}
+
+REGISTRIES = Registries(_SCHEMES, tuple(_KINDS))
 
 
 def walk(schema: dict[str, Any], path: str = "") -> Iterator[Node]:
@@ -61,7 +65,7 @@ def resolve(schema: dict[str, Any], json_path: str) -> dict[str, Any]:
 
 
 def test_names_scope_and_version() -> None:
-    crd = build_crd()
+    crd = build_crd(REGISTRIES)
     assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
     assert crd["metadata"]["name"] == "trainingtopologies.fabricfit.dev"
     spec = crd["spec"]
@@ -79,7 +83,7 @@ def test_names_scope_and_version() -> None:
 
 
 def test_printer_columns_resolve_into_the_schema(schema: dict[str, Any]) -> None:
-    columns = build_crd()["spec"]["versions"][0]["additionalPrinterColumns"]
+    columns = build_crd(REGISTRIES)["spec"]["versions"][0]["additionalPrinterColumns"]
     default_view = [(c["name"], c["type"]) for c in columns if c.get("priority", 0) == 0]
     assert default_view == [
         ("Workload", "string"),
@@ -177,7 +181,7 @@ def test_rule_field_paths_exist(schema: dict[str, Any]) -> None:
     rules = [(n, r) for _, n in walk(schema) for r in n.get("x-kubernetes-validations", [])]
     assert len(rules) >= 12
     for node, rule in rules:
-        assert set(rule) <= {"rule", "message", "fieldPath", "reason"}
+        assert set(rule) <= {"rule", "message", "messageExpression", "fieldPath", "reason"}
         if "fieldPath" in rule:
             resolve(node, rule["fieldPath"])  # KeyError when the path is not in the schema
 

@@ -98,7 +98,7 @@ def test_unknown_fields_are_rejected(path: str) -> None:
         ("rankOrder", "tp-tp-ep-dp-pp"),
         ("fabric", "DGX_H100"),
         ("queueName", "q" * 64),
-        ("labelScheme", "azure"),
+        ("labelScheme", "Azure_1"),  # the name's form; which names exist is the policy's
         ("placement.mode", "strict"),
         ("placement.tensor", "required"),
         ("workloadRef.apiVersion", "batch"),

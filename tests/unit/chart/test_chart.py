@@ -15,7 +15,7 @@ import yaml
 from fabricfit.cli.common import Parser
 from fabricfit.cli.run import configure
 from fabricfit.workloads import KINDS
-from fabricfit_dev.chart import CHART, CI_VALUES, of_kind, one, render, run_helm
+from fabricfit_dev.chart import CHART, CI_VALUES, helm, of_kind, one, render, run_helm
 from fabricfit_dev.paths import REPO
 
 KUBERNETES_VERSION = "1.36"
@@ -52,6 +52,13 @@ DRA_RULES: dict[tuple[str, str], set[str]] = {
 }
 
 
+#: Labels that make Kubernetes' aggregation controller copy a ClusterRole's rules into the
+#: built-in user-facing roles.
+AGGREGATE_LABELS = {
+    f"rbac.authorization.k8s.io/aggregate-to-{role}" for role in ("admin", "edit", "view")
+}
+TT_RESOURCE = ("fabricfit.dev", "trainingtopologies")
+
 # kopf lists, watches and patches the peering object; the operator gets and creates it.
 PEERING_VERBS = {"get", "list", "watch", "patch", "create"}
 
@@ -67,6 +74,13 @@ def rules_of(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
             for resource in rule["resources"]:
                 found.setdefault((group, resource), set()).update(rule["verbs"])
     return found
+
+
+def operator_role(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The operator's own ClusterRole (not the rules it aggregates into the user roles)."""
+    (role,) = [o for o in of_kind(objects, "ClusterRole") if not o["metadata"].get("labels", {})
+               .keys() & AGGREGATE_LABELS]  # fmt: skip
+    return role
 
 
 def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -138,7 +152,7 @@ def test_pod_meets_restricted_pod_security(values: Path | None) -> None:
 def test_cluster_wide_rbac_is_exactly_what_the_operator_uses() -> None:
     objects = render()
     assert of_kind(objects, "Role") == [] and of_kind(objects, "RoleBinding") == []
-    role = one(objects, "ClusterRole")
+    role = operator_role(objects)
     assert rules_of(role) == {**EXPECTED_RULES, **DRA_RULES}
     binding = one(objects, "ClusterRoleBinding")
     account = one(objects, "ServiceAccount")
@@ -156,7 +170,7 @@ def test_cluster_wide_rbac_is_exactly_what_the_operator_uses() -> None:
 
 
 def test_every_workload_kind_the_operator_patches_is_granted() -> None:
-    granted = rules_of(one(render(), "ClusterRole"))
+    granted = rules_of(operator_role(render()))
     for kind in KINDS.values():
         assert set(kind.rbac_verbs) <= granted[(kind.api_group, kind.plural)], kind.name
 
@@ -171,9 +185,58 @@ def test_no_wildcards_and_no_secrets(values: Path | None) -> None:
             assert "nonResourceURLs" not in rule and "resourceNames" not in rule
 
 
+def test_rbac_rules_say_why() -> None:
+    """Every rule of the operator's roles is preceded by a comment saying why (the RBAC
+    reference page quotes them)."""
+    from fabricfit_dev.docsgen.chart import rbac_roles
+
+    for values in (None, CHART / "ci" / "namespaced-values.yaml"):
+        roles = rbac_roles(values)
+        assert roles
+        for role in roles:
+            assert role.rules and all(why for _rule, why in role.rules), role.name
+
+
+@pytest.mark.parametrize("values", [None, CHART / "ci" / "namespaced-values.yaml"])
+def test_users_of_the_builtin_roles_get_training_topologies(values: Path | None) -> None:
+    roles = {
+        role["metadata"]["name"]: role
+        for role in of_kind(render(values), "ClusterRole")
+        if role["metadata"]["labels"].keys() & AGGREGATE_LABELS
+    }
+    edit, view = roles["ff-fabricfit-edit"], roles["ff-fabricfit-view"]
+    assert edit["metadata"]["labels"].keys() & AGGREGATE_LABELS == {
+        "rbac.authorization.k8s.io/aggregate-to-admin",
+        "rbac.authorization.k8s.io/aggregate-to-edit",
+    }
+    assert view["metadata"]["labels"].keys() & AGGREGATE_LABELS == {
+        "rbac.authorization.k8s.io/aggregate-to-view"
+    }
+    assert rules_of(edit) == {
+        TT_RESOURCE: {"get", "list", "watch", "create", "update", "patch", "delete",
+                      "deletecollection"},
+    }  # fmt: skip
+    # Readers see the plan in status; only the operator writes it.
+    assert rules_of(view) == {
+        TT_RESOURCE: {"get", "list", "watch"},
+        ("fabricfit.dev", "trainingtopologies/status"): {"get", "list", "watch"},
+    }
+    assert len(roles) == 2
+
+
+@pytest.mark.parametrize("sets", ["rbac.aggregateToUserRoles=false", "rbac.create=false"])
+def test_user_roles_can_be_left_out(sets: str) -> None:
+    labelled = [
+        role
+        for role in of_kind(render(None, sets), "ClusterRole")
+        if role["metadata"]["labels"].keys() & AGGREGATE_LABELS
+    ]
+    assert labelled == []
+
+
 def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
     objects = render(CHART / "ci" / "namespaced-values.yaml")
-    cluster_role = one(objects, "ClusterRole")
+    cluster_role = operator_role(objects)
     # Every GPU counts: pods of all namespaces, read-only; changes only through the Roles.
     assert rules_of(cluster_role) == {
         ("", "nodes"): {"list", "watch"},
@@ -202,7 +265,7 @@ def test_namespaced_mode_grants_per_namespace_and_nodes_cluster_wide() -> None:
 
 
 def test_cluster_wide_peering_grants_cluster_peerings() -> None:
-    role = one(render(None, "peering.enabled=true"), "ClusterRole")
+    role = operator_role(render(None, "peering.enabled=true"))
     assert rules_of(role)[("kopf.dev", "clusterkopfpeerings")] == PEERING_VERBS
 
 
@@ -329,6 +392,22 @@ def test_chart_states_the_kubernetes_versions_it_needs() -> None:
     assert chart["kubeVersion"] == ">=1.30.0-0"
     old = run_helm("template", "ff", str(CHART), "--kube-version", "v1.29.4", check=False)
     assert old.returncode != 0 and "kubeVersion" in old.stderr
+
+
+def test_helm_template_and_lint_work_with_default_flags() -> None:
+    """`helm template charts/fabricfit` as a user types it. With no cluster to ask, helm assumes
+    the Kubernetes version of the client-go it was built with (release builds set it by
+    ldflags, and so does hack/lib/build.sh); a helm without them says 1.20, which the chart's
+    kubeVersion refuses."""
+    rendered = subprocess.run(
+        [helm(), "template", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    assert one([d for d in yaml.safe_load_all(rendered.stdout) if d], "Deployment")
+    linted = subprocess.run(
+        [helm(), "lint", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 def test_uninstall_hook_releases_everything_with_only_what_it_needs() -> None:

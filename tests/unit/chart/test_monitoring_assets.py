@@ -13,6 +13,7 @@ import yaml
 
 from fabricfit.metrics import EXPORTED_NAMES
 from fabricfit_dev.chart import CHART, dashboard, one, render, rule_groups
+from fabricfit_dev.paths import REPO
 
 MONITORING = CHART / "ci" / "monitoring-values.yaml"
 KEYWORDS = {"and", "or", "unless", "bool", "offset", "group_left", "group_right", "inf", "nan"}
@@ -132,6 +133,46 @@ def test_alert_rules_use_only_exported_metrics() -> None:
     } <= alerts
 
 
+def site_url() -> str:
+    """The docs site's address (mkdocs.yml), which the chart's docsUrl defaults to."""
+    for line in (REPO / "mkdocs.yml").read_text(encoding="utf-8").splitlines():
+        if line.startswith("site_url:"):
+            return line.split(":", 1)[1].strip().strip("'\"")
+    raise AssertionError("mkdocs.yml has no site_url")
+
+
+def runbook_page(url: str, base: str) -> Path:
+    """The docs page a runbook URL of the site at ``base`` serves (mkdocs directory URLs)."""
+    assert url.startswith(base) and url.endswith("/"), url
+    return REPO / "docs" / (url.removeprefix(base).removesuffix("/") + ".md")
+
+
+def test_every_alert_has_a_runbook_page_on_the_docs_site() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["docsUrl"] == site_url()
+    rules = [r for g in rule_groups(render(MONITORING)) for r in g["rules"]]
+    pages = {r["alert"]: runbook_page(r["annotations"]["runbook_url"], site_url()) for r in rules}
+    assert all(page.parent == REPO / "docs" / "operations" / "runbooks" for page in pages.values())
+    missing = {alert: str(page) for alert, page in pages.items() if not page.is_file()}
+    assert missing == {}
+    assert len(set(pages.values())) == len(pages), "two alerts share a runbook"
+    for alert, page in pages.items():
+        assert alert in page.read_text(encoding="utf-8"), f"{page.name} does not name {alert}"
+    moved = render(MONITORING, "docsUrl=https://docs.example.com/ml/fabricfit/")
+    urls = [r["annotations"]["runbook_url"] for g in rule_groups(moved) for r in g["rules"]]
+    assert all(u.startswith("https://docs.example.com/ml/fabricfit/operations/") for u in urls)
+
+
+def test_nodes_without_topology_alert_is_on_the_metric_the_operator_exports() -> None:
+    (rule,) = [
+        r
+        for g in rule_groups(render(MONITORING, "prometheusRule.nodesWithoutTopologyThreshold=3"))
+        for r in g["rules"]
+        if r["alert"] == "FabricfitNodesWithoutTopology"
+    ]
+    assert rule["expr"] == "fabricfit_nodes_without_topology > 3"
+
+
 def _promtool_rules(
     tmp_path: Path, groups: list[dict[str, Any]]
 ) -> subprocess.CompletedProcess[str]:
@@ -145,7 +186,7 @@ def _promtool_rules(
 def test_promtool_accepts_the_alert_rules(tmp_path: Path) -> None:
     result = _promtool_rules(tmp_path, rule_groups(render(MONITORING)))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 8 rules found" in result.stdout
+    assert "SUCCESS: 9 rules found" in result.stdout
 
 
 def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
@@ -173,13 +214,20 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
     """The alerts fire on the series they are about (promtool test rules), and only then."""
     groups = rule_groups(render(MONITORING))
     summaries = {r["alert"]: r["annotations"]["summary"] for g in groups for r in groups_rules(g)}
+    runbooks = {
+        r["alert"]: r["annotations"]["runbook_url"] for g in groups for r in groups_rules(g)
+    }
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump({"groups": groups}))
     job = 'namespace="team-a", name="llama"'
     failed = 'fabricfit_plans_total{result="failed", reason="InsufficientGPUs"}'
 
     def fires(alert: str, labels: dict[str, str], description: str) -> dict[str, Any]:
-        annotations = {"summary": summaries[alert], "description": description}
+        annotations = {
+            "summary": summaries[alert],
+            "description": description,
+            "runbook_url": runbooks[alert],
+        }
         return {
             "eval_time": "50m",
             "alertname": alert,
@@ -206,6 +254,7 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
                         "values": "0x60",
                     },
                     {"series": 'fabricfit_build_info{version="0.1.0"}', "values": "1x60"},
+                    {"series": "fabricfit_nodes_without_topology", "values": "4x60"},
                 ],
                 "alert_rule_test": [
                     fires(
@@ -221,6 +270,13 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
                     ),
                     silent("FabricfitTensorGroupsOffNVLink"),
                     silent("FabricfitMetricsAbsent"),
+                    fires(
+                        "FabricfitNodesWithoutTopology",
+                        {"severity": "warning"},
+                        "4 nodes carry no topology label under the operator label scheme; plans "
+                        "cannot tell placements on them apart, and every one looks 100% "
+                        "efficient.",
+                    ),
                 ],
             },
             {
@@ -231,9 +287,11 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
                         "series": 'fabricfit_plans_total{result="made", reason="Planned"}',
                         "values": "0+1x60",
                     },
+                    {"series": "fabricfit_nodes_without_topology", "values": "0x60"},
                 ],
                 "alert_rule_test": [
                     silent("FabricfitPlacementsFailing"),
+                    silent("FabricfitNodesWithoutTopology"),
                     fires(
                         "FabricfitMetricsAbsent",
                         {"severity": "warning"},

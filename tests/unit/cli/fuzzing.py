@@ -15,8 +15,9 @@ import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from fabricfit.api.constants import FABRIC_PRESETS, LABEL_SCHEMES
 from fabricfit.cli.main import main
+from fabricfit.fabric.profiles import PRESETS
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 
 FUZZ = settings(
     max_examples=150,
@@ -185,7 +186,7 @@ spec_fields: dict[str, st.SearchStrategy[Any]] = {
         ),
         junk,
     ),
-    "fabric": mostly(st.sampled_from(FABRIC_PRESETS), st.one_of(st.just("dgx-h999"), junk)),
+    "fabric": mostly(st.sampled_from(tuple(PRESETS)), st.one_of(st.just("dgx-h999"), junk)),
     "labelScheme": mostly(st.sampled_from([*LABEL_SCHEMES, "klingon"]), junk),
     "placement": mostly(
         st.fixed_dictionaries(

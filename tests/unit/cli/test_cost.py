@@ -90,8 +90,9 @@ def test_prediction_says_how_right_the_model_was_in_its_regime(
     assert "measured    no published rows in this regime" in out
 
 
-def test_readme_quotes_the_measured_line_cost_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+def test_docs_quote_the_measured_line_cost_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "concepts" / "cost-model.md"
+    readme = page.read_text(encoding="utf-8")
     argv = ["cost", "--fabric", "dgx-h100", "--collective", "all-gather", "--size", "64MiB"]
     code, out, _ = run([*argv, "--nodes", "10", "--gpus-per-node", "8"], capsys)
     assert code == 0 and f"fabricfit {' '.join(argv)} --nodes 10 --gpus-per-node 8" in readme

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fabricfit.api.constants import FABRIC_PRESETS, LABEL_SCHEMES
+from fabricfit.fabric.profiles import PRESETS
+from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from unit.cli.fuzzing import (
     FUZZ,
     files,
@@ -140,7 +141,7 @@ counts = st.one_of(
 
 @FUZZ
 @given(
-    fabric=mostly(st.sampled_from(FABRIC_PRESETS), weird_text),
+    fabric=mostly(st.sampled_from(tuple(PRESETS)), weird_text),
     collective=mostly(st.sampled_from(COLLECTIVES), weird_text),
     size=mostly(st.sampled_from(["1GiB", "4096", "64KiB", "2GB", "1.5MiB"]), sizes),
     nodes=mostly(st.integers(1, 64).map(str), counts),
@@ -166,7 +167,7 @@ def test_cost_never_crashes_on_hostile_arguments(
     argv += ["--json"] if as_json else []
     code, out, err = run_inprocess(argv)
     check_contract(code, out, err, {0, 2}, "cost")
-    if fabric not in FABRIC_PRESETS or collective not in COLLECTIVES:
+    if fabric not in PRESETS or collective not in COLLECTIVES:
         assert code == 2
     if code == 0 and as_json:
         result = json.loads(out)

@@ -26,8 +26,9 @@ from fabricfit_dev.dataset import load_cases, read_fixture
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MEDIAN_LIMIT, WORST_LIMIT, LATENCY_LIMIT = 0.15, 0.45, 2.5
-# Bands the model is known to miss, with why: printed (MISSED in the table), reported in the
-# README, exempt here so CI guards every other band. A band leaves this list when it is fixed.
+# Bands the model is known to miss, with why: printed (MISSED in the table), reported in
+# docs/benchmarks/cost-accuracy.md, exempt here so CI guards every other band. A band leaves this
+# list when it is fixed.
 KNOWN_MISS_BANDS: dict[tuple[str, str, str], str] = {
     ("16-256MiB", ">=8 domains", "all-gather"): "10 nodes x 2 and x 4 H100 (xxrjun, held out):"
     " up to 32 % faster than predicted at 32-256 MiB. The model charges every step of a ring"

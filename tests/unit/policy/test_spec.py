@@ -48,7 +48,7 @@ def test_schema_errors_name_the_field_in_document_words(raw: object, message: st
 @pytest.mark.parametrize(
     ("raw", "fragment"),
     [
-        (spec(parallelism={"tensor": 3}), "must be a multiple of gpusPerPod"),
+        (spec(parallelism={"tensor": 3}), "= 3 is not a multiple of gpusPerPod 8"),
         (spec(parallelism={"tensor": 8, "data": 4096, "pipeline": 8}), "at most 4096 pods"),
         (spec(parallelism={"tensor": 8, "data": 3, "expert": 2}), "expert must divide"),
         (spec(parallelism={"tensor": 4}, gpusPerPod=4, model={"layers": 1}), None),
@@ -228,3 +228,12 @@ def test_an_unknown_fabric_label_names_the_node_and_the_label() -> None:
         choose_fabric(parsed, cluster_with_fabrics("typo", "typo"), "typo")
     with pytest.raises(ProfileError, match=r"^spec\.fabric: unknown fabric profile 'nope'"):
         choose_fabric(parsed.model_copy(update={"fabric": "nope"}), cluster_with_fabrics(), "x")
+
+
+def test_a_label_scheme_the_registry_lacks_is_refused_with_the_names() -> None:
+    spec, problems = parse_spec({**BASE, "labelScheme": "azure"})
+    assert spec is None
+    (problem,) = problems
+    assert problem.startswith("spec.labelScheme: must be one of 'auto', 'native'")
+    assert problem.endswith("got 'azure'")
+    assert parse_spec({**BASE, "labelScheme": "gke"})[1] == ()

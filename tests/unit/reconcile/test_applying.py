@@ -8,10 +8,9 @@ from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.reconcile import evaluation
 from fabricfit.reconcile.applying import Intent, build_patch_for
-from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.planning import fresh_snapshot
-from unit.reconcile.world import World, gated_pod, job, topology
+from unit.reconcile.world import World, gated_pod, job, target_of, topology
 
 RAIL_KEY = "topology.fabricfit.dev/rail-group"
 
@@ -35,10 +34,12 @@ PYTORCH = {
 
 def test_kinds_that_refuse_affinity_changes_get_no_rail_group_affinity() -> None:
     intent = Intent(("a", "b"), RAIL_KEY, {})
-    job_patch = build_patch_for(Target(spec_for("Job", "batch/v1"), job(), None, ()), intent, "t")
+    job_patch = build_patch_for(
+        target_of(spec_for("Job", "batch/v1"), job(), None, ()), intent, "t"
+    )
     assert "affinity" not in job_patch["spec"]["template"]["spec"]
     assert job_patch["spec"]["template"]["spec"]["schedulingGates"]
-    pt = Target(spec_for("PyTorchJob", "kubeflow.org/v1"), PYTORCH, None, ())
+    pt = target_of(spec_for("PyTorchJob", "kubeflow.org/v1"), PYTORCH, None, ())
     pt_patch = build_patch_for(pt, intent, "t")
     for replica in ("Master", "Worker"):
         spec = pt_patch["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]
@@ -46,7 +47,7 @@ def test_kinds_that_refuse_affinity_changes_get_no_rail_group_affinity() -> None
 
 
 def test_a_workload_already_carrying_the_intent_needs_no_patch() -> None:
-    target = Target(spec_for("Job", "batch/v1"), job(), None, ())
+    target = target_of(spec_for("Job", "batch/v1"), job(), None, ())
     intent = Intent(("a", "b"), None, {})
     patch = build_patch_for(target, intent, "t")
     patched = job()
@@ -55,7 +56,7 @@ def test_a_workload_already_carrying_the_intent_needs_no_patch() -> None:
         **job()["spec"]["template"]["spec"],
         **patch["spec"]["template"]["spec"],
     }
-    again = Target(target.spec, patched, None, ())
+    again = target_of(target.spec, patched, None, ())
     assert build_patch_for(again, intent, "t") == {}
 
 
@@ -64,7 +65,7 @@ def test_degraded_names_the_ranks_on_an_unavailable_node() -> None:
     snapshot = fresh_snapshot(world.state, world.views(), "native")
     good, bad = snapshot.nodes[0].name, "gone-node"
     draft = StatusDraft(None, generation=1)
-    target = Target(spec_for("Job", "batch/v1"), job(), None, (gated_pod(0),))
+    target = target_of(spec_for("Job", "batch/v1"), job(), None, (gated_pod(0),))
     evaluation.evaluate(draft, target, (good, bad), snapshot)
     reasons = [t.reason for t in draft.transitions]
     assert Reason.NODE_UNAVAILABLE in reasons and Reason.WAITING_FOR_PODS in reasons
@@ -80,7 +81,7 @@ def test_pods_bound_off_plan_are_reported_in_pinned_mode() -> None:
     pods = tuple({**gated_pod(i), "spec": {"nodeName": n}} for i, n in enumerate((a, c)))
     draft = StatusDraft(None, generation=1)
     evaluation.evaluate(
-        draft, Target(spec_for("Job", "batch/v1"), job(), None, pods), (a, b), snapshot
+        draft, target_of(spec_for("Job", "batch/v1"), job(), None, pods), (a, b), snapshot
     )
     assert Reason.PODS_OFF_PLAN in [t.reason for t in draft.transitions]
 
@@ -97,11 +98,11 @@ def test_a_queued_leaderworkerset_gets_template_metadata_but_no_affinity() -> No
     spec = spec_for("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", mode="kueue-tas")
     intent = Intent(("a", "b"), RAIL_KEY, {"kueue.x-k8s.io/podset-required-topology": RAIL_KEY})
     queued = build_patch_for(
-        Target(spec, lws({"kueue.x-k8s.io/queue-name": "q"}), None, ()), intent, "t"
+        target_of(spec, lws({"kueue.x-k8s.io/queue-name": "q"}), None, ()), intent, "t"
     )
     for template in queued["spec"]["leaderWorkerTemplate"].values():
         assert "spec" not in template  # Kueue's webhook freezes the pod spec
         assert template["metadata"]["annotations"]
-    free = build_patch_for(Target(spec, lws({}), None, ()), intent, "t")
+    free = build_patch_for(target_of(spec, lws({}), None, ()), intent, "t")
     worker = free["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     assert worker["spec"]["affinity"]["podAffinity"]

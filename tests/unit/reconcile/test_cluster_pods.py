@@ -12,6 +12,7 @@ import pytest
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.handlers.lifecycle import POD_SELECTOR, configure_settings
+from fabricfit.kube.mirror import Mirror
 from fabricfit.kube.rest import ApiError
 from fabricfit.reconcile.cluster_pods import (
     ClusterPods,
@@ -19,7 +20,6 @@ from fabricfit.reconcile.cluster_pods import (
     require_cluster_pods,
 )
 from fabricfit.reconcile.inventory import node_entry
-from fabricfit.reconcile.mirror import Mirror
 
 
 def pod(
@@ -97,7 +97,7 @@ def test_the_node_mirror_lists_every_page_and_watches_from_the_first_version() -
     nodes = [{"metadata": {"name": f"n{i}", "labels": {"x": "y"}}} for i in range(7)]
     update = {"metadata": {"name": "n3", "labels": {"x": "z"}, "resourceVersion": "12"}}
     rest = FakeRest(nodes, [[{"type": "MODIFIED", "object": update}]], page=3)
-    mirror = Mirror(rest, "/api/v1/nodes", node_entry)  # type: ignore[arg-type]
+    mirror = Mirror(rest, ("v1", "nodes"), node_entry)  # type: ignore[arg-type]
     run_until_done(mirror)
     assert rest.lists == 1 and len(rest.paths) == 3  # 3 + 3 + 1 items
     assert len(mirror) == 7 and mirror.synced.is_set()

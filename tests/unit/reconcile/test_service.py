@@ -16,7 +16,16 @@ from fabricfit.reconcile.planning import fresh_snapshot
 from fabricfit.reconcile.service import Outcome, PlanStep, decide_intent, decide_plan
 from fabricfit.render.pods import is_gated, planned_node_of
 from fabricfit.render.record import PlanRecord
-from unit.reconcile.world import JOB_PATH, TT_PATH, World, gated_pod, job, pod_path, topology
+from unit.reconcile.world import (
+    JOB_PATH,
+    TT_PATH,
+    World,
+    gated_pod,
+    job,
+    pod_path,
+    target_of,
+    topology,
+)
 
 
 def reconcile(world: World) -> Outcome:
@@ -127,7 +136,7 @@ def test_modes_that_do_not_pin(mode: str) -> None:
 
 def _target(pods: list[dict[str, Any]], n: int = 2) -> Target:
     spec = TrainingTopologySpec.model_validate(topology(pods=n)["spec"])
-    return Target(spec, job(n), None, tuple(pods))
+    return target_of(spec, job(n), None, tuple(pods))
 
 
 def test_decide_plan_keeps_started_jobs_and_rechecks_current_plans() -> None:
@@ -148,5 +157,5 @@ def test_decide_intent_names_the_rail_group_key_and_kueue_levels_only_in_kueue_m
     assert pinned.rail_group_key == "topology.fabricfit.dev/rail-group"
     assert pinned.kueue_annotations == {}
     spec = TrainingTopologySpec.model_validate(topology(mode="kueue-tas")["spec"])
-    kueue = decide_intent(Target(spec, None, None, ()), plan, snapshot, "native")
+    kueue = decide_intent(target_of(spec, None, None, ()), plan, snapshot, "native")
     assert kueue.kueue_annotations

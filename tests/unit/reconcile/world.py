@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from fabricfit.api.constants import JOB_COMPLETION_INDEX_LABEL, SCHEDULING_GATE, TOPOLOGY_LABEL
+from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.kube.rest import path_for
-from fabricfit.reconcile.context import KueueViews, OperatorConfig, OperatorState, Views
+from fabricfit.placement.request import request_from_spec
+from fabricfit.reconcile.context import (
+    KueueViews,
+    OperatorConfig,
+    OperatorState,
+    Target,
+    Views,
+)
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
 from fabricfit_dev.cluster import fakenodes
 from fabricfit_dev.memapi import FakeApi
@@ -115,3 +124,13 @@ class World:
             if c["type"] == type_:
                 return c["status"], c["reason"]
         return None
+
+
+def target_of(
+    spec: TrainingTopologySpec,
+    workload: Mapping[str, Any] | None,
+    template: Mapping[str, Any] | None,
+    pods: tuple[Mapping[str, Any], ...],
+) -> Target:
+    """A reconcile target as the reconcile builds it (the request from spec and template)."""
+    return Target(spec, workload, template, pods, request_from_spec(spec, template))

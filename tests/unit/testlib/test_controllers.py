@@ -236,8 +236,9 @@ def test_state_round_trips_its_controllers(tmp_path: Path) -> None:
     assert loaded.controllers == [Controller("kueue", "v0.19.2", PORTS)]
 
 
-def test_readme_versions_table_matches_the_pins() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+def test_docs_versions_table_matches_the_pins() -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "contributing" / "development.md"
+    readme = page.read_text()
     pins = binaries.pinned_versions()
     rows = {
         "Kueue (`--with kueue`)": pins["KUEUE_VERSION"],

@@ -4,11 +4,20 @@ Theory of operation
 -------------------
 A scheme is a reader ``labels -> Reading`` plus the keys that reveal it. ``auto`` picks, once
 per cluster and from the keys any node carries, at most one *provider* scheme by fixed
-precedence (:data:`PROVIDER_PRECEDENCE`), and puts ``native`` on top of it when any node carries
-native tier keys: per node and per level the native label wins and the provider fills the rest.
-Topograph outranks the cloud schemes because a cluster only carries its labels when someone
-installed it to describe the fabric; the clouds are mutually exclusive in practice and ordered
-by how much they describe; ``gfd`` (NVLink only) comes last.
+precedence (:data:`PROVIDER_PRECEDENCE`, each scheme's ``precedence``), and puts ``native`` on
+top of it when any node carries native tier keys: per node and per level the native label wins
+and the provider fills the rest. Topograph outranks the cloud schemes because a cluster only
+carries its labels when someone installed it to describe the fabric; the clouds are mutually
+exclusive in practice and ordered by how much they describe; ``gfd`` (NVLink only) comes last.
+
+Providers publish a switch hierarchy under their own keys and with their own direction (EKS
+counts layers from the top, OCI names latency bands); each reader lists its switch levels
+finest first and lets :func:`~fabricfit.fabric.schemes.base.chain_from_finest` map the leaf
+level to the rail group, the next to the spine and the rest into the spine path. The NVLink
+domain comes from the provider's own label when it has one, else from ``nvidia.com/gpu.clique``.
+
+The registry is this package: every module but ``base`` holds one scheme as ``SCHEME`` and is
+found by :func:`_discover`, so a new scheme is one module (and its tests).
 
 Mapping onto fabricfit's tiers (every level optional; the clique fallback is
 ``nvidia.com/gpu.clique``: rack = ClusterUUID, NVLink domain = the whole value):
@@ -31,19 +40,34 @@ Details and reasons live in each scheme's module.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from fabricfit.fabric.schemes.base import LabelScheme, RawTiers, Reading
-from fabricfit.fabric.schemes.clouds import COREWEAVE, EKS, GKE, OKE
-from fabricfit.fabric.schemes.native import GFD, NATIVE
-from fabricfit.fabric.schemes.topograph import TOPOGRAPH
+from fabricfit.fabric.schemes.native import NATIVE
 
-SCHEMES: Mapping[str, LabelScheme] = {
-    s.name: s for s in (NATIVE, TOPOGRAPH, GFD, GKE, EKS, OKE, COREWEAVE)
-}
-PROVIDER_PRECEDENCE = ("topograph", "gke", "eks", "oke", "coreweave", "gfd")
+
+def _discover() -> Mapping[str, LabelScheme]:
+    """Every module's ``SCHEME``: the overlay first, then providers by precedence."""
+    found: list[LabelScheme] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name == "base":
+            continue
+        scheme = getattr(importlib.import_module(f"{__name__}.{info.name}"), "SCHEME", None)
+        if isinstance(scheme, LabelScheme):
+            found.append(scheme)
+    found.sort(key=lambda s: (s.precedence is not None, s.precedence or 0, s.name))
+    return MappingProxyType({s.name: s for s in found})
+
+
+SCHEMES: Mapping[str, LabelScheme] = _discover()
+PROVIDER_PRECEDENCE = tuple(n for n, s in SCHEMES.items() if s.precedence is not None)
 AUTO = "auto"
+#: Every name a spec, a flag or the chart may give: ``auto`` and each scheme's.
+NAMES: tuple[str, ...] = (AUTO, *SCHEMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +138,7 @@ def _first(preferred: str | None, fallback: str | None) -> str | None:
 
 __all__ = [
     "AUTO",
+    "NAMES",
     "PROVIDER_PRECEDENCE",
     "SCHEMES",
     "LabelScheme",

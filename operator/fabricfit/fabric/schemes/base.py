@@ -55,10 +55,13 @@ TierKeys = Mapping[str, tuple[str, ...]]
 class LabelScheme:
     """A named reader. ``keys``/``prefixes`` are what auto-detection looks for on nodes;
     ``tier_keys`` names the label key of each tier, which is what a Kueue ``Topology`` level
-    (and a pod affinity's ``topologyKey``) must use for that tier."""
+    (and a pod affinity's ``topologyKey``) must use for that tier. ``precedence`` orders the
+    provider schemes for ``auto`` (lowest first); None marks the overlay (``native``), which
+    ``auto`` lays over whichever provider it picks."""
 
     name: str
     read: Callable[[Mapping[str, str]], Reading]
+    precedence: int | None = None
     keys: frozenset[str] = frozenset()
     prefixes: tuple[str, ...] = ()
     tier_keys: TierKeys = field(default_factory=dict)
@@ -95,6 +98,13 @@ class ProblemLog:
 def is_label_value(value: object) -> bool:
     """Whether ``value`` may be used as (part of) a tier id."""
     return isinstance(value, str) and _LABEL_VALUE.match(value) is not None
+
+
+def levels_of(
+    labels: Mapping[str, str], keys: Sequence[str], log: ProblemLog
+) -> list[tuple[str, str | None]]:
+    """(key, value or None) for each of ``keys``, in their order (for :func:`chain_from_finest`)."""
+    return [(key, log.value(labels, key)) for key in keys]
 
 
 def chain_from_finest(

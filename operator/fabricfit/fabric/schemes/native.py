@@ -1,15 +1,12 @@
-"""The ``native`` scheme (``topology.fabricfit.dev/*``) and the ``gfd`` scheme (``gpu.clique``).
+"""The ``native`` scheme: fabricfit's own labels (``topology.fabricfit.dev/*``).
 
 Theory of operation
 -------------------
 Native labels name fabricfit's tiers directly, so reading them is a lookup per level. They are
 explicit operator intent: nothing else (not even ``gpu.clique``) is consulted, and an absent
 level keeps its documented default. ``rails`` and ``fabric`` are node properties, not tiers;
-the snapshot builder reads them for every scheme.
-
-``gfd`` reads only GPU Feature Discovery's ``nvidia.com/gpu.clique``: rack = the ClusterUUID
-(the physical NVL rack), NVLink domain = the whole value (the partition). It says nothing about
-the switch fabric, so every inter-node hop counts as crossing the spine.
+the snapshot builder reads them for every scheme. ``native`` has no precedence: ``auto`` lays it
+over the provider scheme it picks, label by label.
 """
 
 from __future__ import annotations
@@ -26,12 +23,10 @@ from fabricfit.api.constants import (
     LABEL_SPINE,
 )
 from fabricfit.fabric.schemes.base import (
-    GPU_CLIQUE_LABEL,
     LabelScheme,
     ProblemLog,
     RawTiers,
     Reading,
-    clique_domain,
 )
 
 # Only the tier keys decide detection: a cluster labelled just with `rails` or `fabric` has not
@@ -57,13 +52,7 @@ def read_native(labels: Mapping[str, str]) -> Reading:
     return log.reading(tiers)
 
 
-def read_gfd(labels: Mapping[str, str]) -> Reading:
-    log = ProblemLog()
-    rack, domain = clique_domain(labels, log)
-    return log.reading(RawTiers(rack=rack, nvlink_domain=domain))
-
-
-NATIVE = LabelScheme(
+SCHEME = NATIVE = LabelScheme(
     name="native",
     read=read_native,
     keys=NATIVE_TIER_KEYS,
@@ -73,10 +62,4 @@ NATIVE = LabelScheme(
         "rack": (LABEL_RACK,),
         "nvlink_domain": (LABEL_NVLINK_DOMAIN,),
     },
-)
-GFD = LabelScheme(
-    name="gfd",
-    read=read_gfd,
-    keys=frozenset({GPU_CLIQUE_LABEL}),
-    tier_keys={"nvlink_domain": (GPU_CLIQUE_LABEL,)},
 )

@@ -126,8 +126,9 @@ def _describe(tiers: RawTiers) -> str:
     )
 
 
-TOPOGRAPH = LabelScheme(
+SCHEME = LabelScheme(
     name="topograph",
+    precedence=10,
     read=read_topograph,
     keys=frozenset({V1_DOMAIN, V1_SUB_DOMAIN}),
     prefixes=(V1_TIER_PREFIX, LEGACY_PREFIX),

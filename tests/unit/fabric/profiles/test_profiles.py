@@ -11,7 +11,6 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricfit.api.constants import FABRIC_PRESETS
 from fabricfit.fabric.profiles import (
     DEFAULT_PROFILE,
     PRESETS,
@@ -37,8 +36,14 @@ def preset_doc(name: str) -> dict[str, object]:
     return doc
 
 
+#: The presets the design contract names (a preset is one YAML file; these must stay).
+DESIGN_PRESETS = frozenset(
+    {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "tpu-v4", "tpu-v5p", "tpu-v5e"}
+)
+
+
 def test_every_design_preset_exists_with_sources() -> None:
-    assert set(PRESETS) == set(FABRIC_PRESETS)
+    assert set(PRESETS) >= DESIGN_PRESETS
     assert DEFAULT_PROFILE in PRESETS
     for name, profile in PRESETS.items():
         assert profile.name == name

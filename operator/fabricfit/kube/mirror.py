@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
+from fabricfit.kube.rest import path_for
+
 logger = logging.getLogger(__name__)
 WATCH_SECONDS = 300
 RETRY_SECONDS = 2.0
@@ -38,13 +40,18 @@ class Source(Protocol):
 
 
 class Mirror:
-    """What ``slim`` keeps of the objects at ``path`` (optionally filtered by ``params``)."""
+    """What ``slim`` keeps of every ``plural`` of ``api_version`` in the cluster (optionally
+    filtered by ``params``, e.g. a field selector)."""
 
     def __init__(
-        self, rest: Source, path: str, slim: Slim, params: Mapping[str, str] | None = None
+        self,
+        rest: Source,
+        kind: tuple[str, str],
+        slim: Slim,
+        params: Mapping[str, str] | None = None,
     ) -> None:
         self.rest = rest
-        self.path = path
+        self.path = path_for(*kind)
         self.slim = slim
         self.params = dict(params or {})
         self._items: dict[Key, dict[str, Any]] = {}
