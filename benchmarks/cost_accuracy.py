@@ -41,15 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from fabricfit.calibrate import accuracy
-from fabricfit.calibrate.dataset import load_cases
 from fabricfit.calibrate.families import ALSO_FIT_ON, COPY_FITTED_FROM, INHERITED
 from fabricfit.calibrate.fields import FITTABLE, fittable_fields
 from fabricfit.calibrate.fit import FitResult, Measurement, fit_to_fixpoint
 from fabricfit.calibrate.published import build_document
 from fabricfit.fabric.profiles import PRESETS, FabricProfile
+from fabricfit_dev.dataset import load_cases, read_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
 PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "profiles" / "presets"
 REGIMES_FILE = ROOT / "operator" / "fabricfit" / "calibrate" / "measured-accuracy.json"
 
@@ -68,10 +67,6 @@ ORIGINS = frozenset(
     for path in PRESET_DIR.glob("*.yaml")
     for found in INHERITED.finditer(path.read_text(encoding="utf-8"))
 )
-
-
-def _read(relative: str) -> str:
-    return (FIXTURES / relative).read_text(encoding="utf-8")
 
 
 def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
@@ -289,7 +284,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = _args(argv)
-    cases = load_cases(_read, PRESETS)
+    cases = load_cases(read_fixture, PRESETS)
     judged = accuracy.judge([c for c in cases if not c.reference], PRESETS)
     bands = accuracy.band_table(judged, PRESETS)
     fitted = sum(c.calibration for c in cases)

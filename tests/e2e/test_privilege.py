@@ -25,8 +25,10 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import kueue
-from helpers.cluster import (
+from fabricfit_dev.chart import CHART, helm, is_hook, kube_version
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.computedomain import CD, GB200, installed_crd, tray_job
+from fabricfit_dev.e2e.objects import (
     TT,
     indexed_job,
     job_pods,
@@ -35,11 +37,14 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
-from helpers.computedomain import CD, GB200, installed_crd, tray_job
-from helpers.operator import OperatorProcess
-from helpers.reliability import MeteredOperator, audit_events, audit_offset, state_directory
-from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm, is_hook, kube_version
+from fabricfit_dev.e2e.reliability import (
+    MeteredOperator,
+    audit_events,
+    audit_offset,
+    state_directory,
+)
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 # Grants no scenario here can use, and why.

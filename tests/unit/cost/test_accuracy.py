@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from fabricfit.calibrate import accuracy
-from fabricfit.calibrate.dataset import load_cases
 from fabricfit.calibrate.published import build_document
 from fabricfit.cli.regimes import ACCURACY_FILE
 from fabricfit.fabric.profiles import PRESETS
+from fabricfit_dev.dataset import load_cases, read_fixture
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MEDIAN_LIMIT, WORST_LIMIT, LATENCY_LIMIT = 0.15, 0.45, 2.5
@@ -38,11 +38,7 @@ KNOWN_MISS_BANDS: dict[tuple[str, str, str], str] = {
 }
 
 
-def _read(relative: str) -> str:
-    return (FIXTURES / relative).read_text(encoding="utf-8")
-
-
-CASES = load_cases(_read, PRESETS)
+CASES = load_cases(read_fixture, PRESETS)
 JUDGED = accuracy.judge([c for c in CASES if not c.reference], PRESETS)
 
 
