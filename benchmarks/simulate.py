@@ -49,6 +49,7 @@ from fabricfit.simulation import (
     PLACERS,
     STRICT_FIFO,
     WAIT_IF_FASTER,
+    Rules,
     Summary,
     TraceJob,
     parse_trace,
@@ -143,7 +144,7 @@ def _print_tables(
         )
         for name, placer, policy in ROWS:
             start = time.perf_counter()
-            result = replay(snapshot, jobs, profile, placer=placer, name=name, queue_policy=policy)
+            result = replay(snapshot, jobs, profile, placer=placer, name=name, rules=Rules(policy))
             wall = time.perf_counter() - start
             s = summarize(result)
             print(
@@ -196,7 +197,7 @@ def _count_draws(snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range) -> 
             profile = get_profile(fabric)
             got = {
                 name: summarize(
-                    replay(snapshot, jobs, profile, placer=placer, name=name, queue_policy=policy)
+                    replay(snapshot, jobs, profile, placer=placer, name=name, rules=Rules(policy))
                 )
                 for name, placer, policy in rows
             }

@@ -6,7 +6,10 @@ Read the node dump (``kubectl get nodes -o yaml|json``; the pods dump is optiona
 hold their GPUs throughout) and the trace (:mod:`fabricfit.simulation.trace`), pick
 the fabric profile as ``plan`` does (``--fabric``, else the nodes' fabric, else ``dgx-h100``),
 and replay the trace once per placer (``--placer``, default all three) with the pure simulation
-(:mod:`fabricfit.simulation`); ``--queue-policy wait-if-faster`` lets fabricfit hold
+(:mod:`fabricfit.simulation`), each placement priced next to the running jobs' traffic
+(``--contention``, on by default: unlike the operator, which cannot see traffic it did not
+place, a replay knows every job it runs; ``off`` prices each job as if alone, the figures of
+earlier releases); ``--queue-policy wait-if-faster`` lets fabricfit hold
 the head of the queue when waiting lets it finish sooner, backfilling the jobs behind it that do
 not delay it (the peers stay strictly FIFO: they cannot price a placement). Text output is a
 table of jobs per placer and a comparison table; ``--json`` prints one object with the same
@@ -36,6 +39,7 @@ from fabricfit.simulation import (
     QUEUE_POLICIES,
     STRICT_FIFO,
     Replay,
+    Rules,
     Summary,
     TraceError,
     TraceJob,
@@ -69,6 +73,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "jobs behind it that do not delay it",
     )
     parser.add_argument(
+        "--contention",
+        choices=("on", "off"),
+        default="on",
+        help="price every placement next to the running jobs' traffic on the links it shares, "
+        "for every placer (default on: the replay knows every job it runs)",
+    )
+    parser.add_argument(
         "--fabric", type=profile_name, help="fabric profile (default: the nodes' fabric)"
     )
     parser.add_argument(
@@ -94,7 +105,10 @@ def execute(args: argparse.Namespace) -> int:
                 profile,
                 placer=PLACERS[n],
                 name=n,
-                queue_policy=args.queue_policy if n == FABRICFIT else STRICT_FIFO,
+                rules=Rules(
+                    queue_policy=args.queue_policy if n == FABRICFIT else STRICT_FIFO,
+                    contention=args.contention == "on",
+                ),
             )
             for n in names
         ]
@@ -141,6 +155,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "utilisationMean": summary.utilisation_mean,
         "commGpuSeconds": summary.comm_gpu_seconds,
         "commShare": summary.comm_share,
+        "contentionGpuSeconds": summary.contention_gpu_seconds,
         "spineBytes": summary.spine_bytes,
         "largestRailGroupGpusMean": summary.largest_rail_group_gpus_mean,
         "largestRailGroupGpusMin": summary.largest_rail_group_gpus_min,
@@ -155,6 +170,7 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
         "placers": {
             run.placer: {
                 "queuePolicy": run.queue_policy,
+                "contention": run.contention,
                 "heldJobs": run.held_jobs,
                 "backfilledJobs": run.backfilled_jobs,
                 "summary": summary_json(summarize(run)),
@@ -170,6 +186,7 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
                         "nodes": j.nodes,
                         "stepCommSeconds": j.step_comm_seconds,
                         "commGpuSeconds": j.comm_gpu_seconds,
+                        "contentionGpuSeconds": j.contention_gpu_seconds,
                         "spineBytes": j.spine_bytes,
                         "reason": j.reason,
                         "held": j.held,
@@ -196,7 +213,8 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def render_text(runs: Sequence[Replay], fabric: str, why: str) -> str:
-    lines = [f"fabric {fabric}: {why}", ""]
+    contention = "on" if any(r.contention for r in runs) else "off"
+    lines = [f"fabric {fabric}: {why}; contention {contention}", ""]
     for run in runs:
         policy = "" if run.queue_policy == STRICT_FIFO else f" (queue {run.queue_policy})"
         held = (
@@ -231,8 +249,8 @@ def comparison_table(runs: Sequence[Replay]) -> str:
     """One row per placer: the figures the issue asks for, side by side."""
     head = (
         f"{'placer':<14} {'placed':>6} {'wait mean s':>11} {'wait p95 s':>10} "
-        f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} {'spine TB':>9} "
-        f"{'largest RG GPUs mean/min':>24}"
+        f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} "
+        f"{'of it contention':>16} {'spine TB':>9} {'largest RG GPUs mean/min':>24}"
     )
     rows = [head]
     for run in runs:
@@ -240,7 +258,8 @@ def comparison_table(runs: Sequence[Replay]) -> str:
         rows.append(
             f"{run.placer:<14} {s.placed:>6} {s.wait_mean_s:>11.0f} {s.wait_p95_s:>10.0f} "
             f"{s.makespan_s / 3600:>10.2f} {s.utilisation_mean:>5.0%} "
-            f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} {s.spine_bytes / 1e12:>9.1f} "
+            f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} "
+            f"{s.contention_gpu_seconds / 3600:>13.1f} h {s.spine_bytes / 1e12:>9.1f} "
             f"{s.largest_rail_group_gpus_mean:>18.0f} / {s.largest_rail_group_gpus_min:<3}"
         )
     return "\n".join(rows)
