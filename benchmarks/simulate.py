@@ -201,15 +201,13 @@ def _targets(snapshot: ClusterSnapshot, contention: bool) -> int:
     )
     for fabric in CLUSTERS[0].fabrics:
         profile = get_profile(fabric)
-        got = {
-            name: summarize(
-                replay(
-                    snapshot, jobs, profile, placer=placer, name=name,
-                    rules=Rules(policy, contention),
-                )
+        runs = {
+            name: replay(
+                snapshot, jobs, profile, placer=placer, name=name, rules=Rules(policy, contention)
             )
             for name, placer, policy in rows
-        }  # fmt: skip
+        }
+        got = {name: summarize(run) for name, run in runs.items()}
         peer = got["kueue-bestfit"]
         for name, s in got.items():
             ratio = peer.comm_gpu_seconds / s.comm_gpu_seconds
@@ -224,6 +222,14 @@ def _targets(snapshot: ClusterSnapshot, contention: bool) -> int:
                 f"{s.contention_gpu_seconds / 3600:>12.2f} {s.spine_bytes / 1e12:>9.1f} "
                 f"{s.wait_mean_s:>8.0f}/{s.wait_p95_s:<7.0f} {ratio:>10.3f} {comm:>6} {wait:>6}",
                 flush=True,
+            )
+        if contention:
+            print(
+                "  jobs with traffic on shared links / busiest link's average load: "
+                + "; ".join(
+                    f"{name} {sum(j.shares_links for j in run.jobs)} / {run.busiest_link_share:.0%}"
+                    for name, run in runs.items()
+                )
             )
     return 0
 

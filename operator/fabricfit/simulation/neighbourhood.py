@@ -78,3 +78,10 @@ def extension(
     if lost_per_step <= 0 or step_seconds <= 0 or remaining <= 0:
         return 0.0
     return lost_per_step * min(remaining, newcomer_run) / step_seconds
+
+
+def busiest_share(neighbours: Neighbours, job: JobTraffic) -> float:
+    """The highest average load over capacity among ``job``'s links (a load only rises on
+    the links of the job just added, so this tracks the busiest link of the replay)."""
+    load, capacities = neighbours.load, neighbours.capacities
+    return max((load.load(link) / capacities.of(link) for link in job.links), default=0.0)

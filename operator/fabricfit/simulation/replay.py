@@ -54,7 +54,7 @@ from fabricfit.simulation.holding import (
     hold_until,
     room_beside,
 )
-from fabricfit.simulation.neighbourhood import extension, started
+from fabricfit.simulation.neighbourhood import busiest_share, extension, started
 from fabricfit.simulation.placers import Placed, Placer
 from fabricfit.simulation.trace import TraceJob
 
@@ -80,6 +80,7 @@ class JobRun:
     # With contention: GPU-seconds of communication lost to other jobs' traffic (its own
     # slowdown at start over all its steps, plus the later jobs' slowdown of it).
     contention_gpu_seconds: float = 0.0
+    shares_links: bool = False  # with contention: its traffic loads a link other jobs can share
 
     @property
     def wait(self) -> float | None:
@@ -96,6 +97,7 @@ class Replay:
     samples: tuple[Sample, ...]
     queue_policy: str = STRICT_FIFO
     contention: bool = False  # priced next to the running jobs' traffic (``neighbourhood``)
+    busiest_link_share: float = 0.0  # the highest average load over capacity a link reached
 
     @property
     def held_jobs(self) -> int:
@@ -123,6 +125,7 @@ class _State:
     running: list[Running]
     neighbours: Neighbours | None  # None: contention off
     started: int = 0
+    busiest: float = 0.0  # the highest average load over capacity of any link so far
 
     def view(self, snapshot: ClusterSnapshot | None = None) -> View:
         return (self.cluster.snapshot if snapshot is None else snapshot, self.neighbours)
@@ -137,6 +140,9 @@ class _State:
             joined = started(self.neighbours, self.cluster.base, job, placed, self.profile)
             self._slow_down(joined.others, _run_seconds(job, placed), now)
             self.neighbours = self.neighbours.with_job(joined.traffic)
+            if joined.traffic is not None:
+                run = replace(run, shares_links=True)
+                self.busiest = max(self.busiest, busiest_share(self.neighbours, joined.traffic))
         self.runs[job.name] = run
         self.cluster.take(placed.pods, job.request.gpus_per_pod, +1)
         heapq.heappush(self.running, (run.end or now, self.started, job, placed.pods))
@@ -275,6 +281,7 @@ def replay(
         samples=_deduplicated(samples),
         queue_policy=queue_policy,
         contention=contention,
+        busiest_link_share=state.busiest,
     )
 
 
