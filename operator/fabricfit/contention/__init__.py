@@ -32,7 +32,7 @@ from fabricfit.contention.links import (
     LinkCapacities,
     link_capacities,
 )
-from fabricfit.contention.load import JobTraffic, LinkLoad
+from fabricfit.contention.load import JobTraffic, LinkLoad, busiest_by_place
 from fabricfit.contention.traffic import DimensionTraffic, dimension_traffic, non_blocking
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "LinkCapacities",
     "LinkLoad",
     "added_slowdown",
+    "busiest_by_place",
     "compute_seconds_per_step",
     "dimension_traffic",
     "factors_before",

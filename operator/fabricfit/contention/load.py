@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fabricfit.contention.links import NIC, Link
+from fabricfit.contention.links import LEAF, NIC, SPINE, Link, LinkCapacities
 from fabricfit.contention.traffic import DimensionTraffic
 
 #: Per link: (average bytes/s over the step, ((dimension index, peak bytes/s), ...)).
@@ -159,3 +159,18 @@ class LinkLoad:
 
     def __contains__(self, key: object) -> bool:
         return key in self._jobs
+
+
+def busiest_by_place(
+    load: LinkLoad, capacities: LinkCapacities, kinds: tuple[str, ...] = (LEAF, SPINE)
+) -> dict[tuple[str, str], float]:
+    """Per (link class, place) — a rail group's leaf uplinks, a spine block's uplinks — the
+    average load over capacity of its busiest link (any rail, either direction): a view of
+    bounded size for metrics (one value per rail group and spine block, never per node;
+    ``nic`` is per node and left out by default)."""
+    found: dict[tuple[str, str], float] = {}
+    for link, average in load.links():
+        if link.kind in kinds:
+            key = (link.kind, link.place)
+            found[key] = max(found.get(key, 0.0), average / capacities.of(link))
+    return found

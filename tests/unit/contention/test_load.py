@@ -6,7 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fabricfit.contention import LEAF, NIC, UP, DimensionTraffic, JobTraffic, Link, LinkLoad
+from fabricfit.contention import (
+    LEAF,
+    NIC,
+    SPINE,
+    UP,
+    DimensionTraffic,
+    JobTraffic,
+    Link,
+    LinkCapacities,
+    LinkLoad,
+    busiest_by_place,
+)
 
 LINKS = [Link(LEAF, f"rg{i}", r, UP) for i in range(3) for r in range(2)] + [Link(NIC, "n0", 0, UP)]
 
@@ -76,3 +87,17 @@ def test_any_history_equals_the_jobs_left_added_from_scratch(
         assert load.load(link) == pytest.approx(fresh.load(link), abs=1e-9)
         assert set(load.users(link)) == set(fresh.users(link))
     assert dict(load.links()).keys() == dict(fresh.links()).keys()
+
+
+def test_the_busiest_link_per_rail_group_and_spine_block() -> None:
+    caps = LinkCapacities(
+        nic_bytes_per_s=10.0,
+        leaf_bytes_per_s={("rg0", 0): 4.0, ("rg0", 1): 8.0},
+        spine_bytes_per_s={"s0": 100.0},
+        node_leaf_bytes_per_s=1.0,
+    )
+    load = LinkLoad().add(
+        job("a", {LINKS[0]: 2.0, LINKS[1]: 4.0, Link(SPINE, "s0", -1, UP): 40.0, LINKS[6]: 8.0})
+    )  # average = amount / 2 s
+    assert busiest_by_place(load, caps) == {("leaf", "rg0"): 0.25, ("spine", "s0"): 0.2}
+    assert busiest_by_place(load, caps, (NIC,)) == {("nic", "n0"): 0.4}
