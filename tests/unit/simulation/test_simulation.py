@@ -339,4 +339,4 @@ def test_with_contention_a_start_slows_itself_and_the_job_it_shares_links_with()
         a_on.contention_gpu_seconds + b_on.contention_gpu_seconds
     )
     assert a_on.shares_links and b_on.shares_links and not a_off.shares_links
-    assert 0 < on.busiest_link_share and off.busiest_link_share == 0.0
+    assert on.busiest_link_share > 0 and off.busiest_link_share == 0.0
