@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.contention import DOWN, LEAF, NIC, UP, DimensionTraffic, JobTraffic, Link
@@ -102,3 +104,33 @@ def test_a_running_job_records_nic_links_only_on_nodes_it_shares() -> None:
     assert nic_nodes == {"n002", "n003"}
     assert traffic.step_seconds > comm
     assert job_traffic(snapshot, request, RAIL_ONLY, ("n000",), key="x", comm_seconds=1) is None
+
+
+@settings(max_examples=40)
+@given(
+    st.sets(st.sampled_from(["s0/rg0", "s0/rg1", "s1/rg2", "s1/rg3"]), min_size=1),
+    st.floats(0.05, 1.5),
+    st.integers(1, 6),
+    st.sets(st.sampled_from([f"n{i:03d}" for i in range(16)]), max_size=8),
+)
+def test_neighbours_only_ever_add_and_never_overbook(
+    places: set[str], share: float, data: int, full: set[str]
+) -> None:
+    """Next to any load a plan costs no less than alone on the same placement, what it adds
+    is never negative, and it uses only free GPUs."""
+    snapshot = make_cluster(
+        spines=2, rail_groups_per_spine=2, nodes_per_rail_group=4, used=dict.fromkeys(full, 8)
+    )
+    request = PlacementRequest(parallelism=Parallelism(tensor=8, data=data), model=DENSE)
+    neighbours = busy(tuple(sorted(places)), share, snapshot)
+    decision = plan_placement(snapshot, request, RAIL_ONLY, neighbours=neighbours)
+    if not decision.feasible:
+        return
+    predicted = decision.predicted
+    assert predicted is not None
+    assert (predicted.neighbour_slowdown_seconds or 0) >= 0
+    assert (predicted.slowdown_added_to_others_seconds or 0) >= 0
+    alone = price_pods(snapshot, request, RAIL_ONLY, decision.pods).predicted
+    assert predicted.step_comm_seconds >= alone.step_comm_seconds * (1 - 1e-9)
+    assert not full & set(decision.pods)
+    assert len(decision.pods) == len(set(decision.pods)) == data
