@@ -82,6 +82,9 @@ class PlacementRequest:
     # claims, no nvidia.com/gpu request) or None (unknown: no pod template, or it asks for none);
     # a pod can only run on a node whose GPUs come the same way.
     gpu_source: str | None = None
+    # Seconds one training step computes, when the job declares it (a trace's duration over its
+    # steps); None: derived from the model and the fabric's peak FLOP/s (contention.duty).
+    compute_seconds_per_step: float | None = None
 
     @property
     def world_size(self) -> int:

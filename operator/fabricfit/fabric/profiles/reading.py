@@ -68,6 +68,10 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "scaleout_decay": (0.0, 4.0),
         "p2p_fill_chunks": (0.0, 1_000.0),
         "net_plugin_latency_us": (0.0, 10_000.0),
+        "gpu_peak_tflops": (0.0, 1_000_000.0),
+        "mfu": (0.01, 1.0),
+        "nic_sharing_efficiency": (0.05, 1.0),
+        "fabric_sharing_efficiency": (0.05, 1.0),
     }
 )
 # Optional integer fields, as above.
