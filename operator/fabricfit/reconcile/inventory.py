@@ -119,6 +119,7 @@ class Holding:
     index_label: str | None = None
     mode: str = ""
     current: bool = False  # the status was written for the spec's present generation
+    deleting: bool = False  # being deleted: its plan is released, its pods are not pinned
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
@@ -135,6 +136,7 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,
+        deleting=bool((body.get("metadata") or {}).get("deletionTimestamp")),
     )
 
 
