@@ -28,6 +28,7 @@ from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_n
 from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
 from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
+from fabricfit.fabric.detection import Detection, describe, detect_tiers, flat_warning
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
@@ -191,19 +192,30 @@ def execute(args: argparse.Namespace) -> int:
         _write_svg(args.svg, build_svg(decision, snapshot))
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
     span = decision_span(decision, snapshot, spec.gpus_per_pod)
+    detection = detect_tiers(snapshot)
+    flat = flat_warning(detection)
     if args.json:
         body = {**decision.to_json_dict(), "fabric_reason": why, "compute_domain": need_json(span)}
+        body |= topology_json(detection)
+        if flat is not None:
+            body["efficiency"] = None  # a flat fabric makes every placement look optimal
         if allocation is not None:
             body["gpu_allocation"] = allocation
         print(json.dumps(body, indent=1, sort_keys=False))
     else:
-        sys.stdout.write(render_summary(decision, snapshot))
+        sys.stdout.write(render_summary(decision, snapshot, flat))
         print(f"fabric {fabric}: {why}")
         if allocation is not None:
             print(f"GPUs: {allocation['message']}")
         if (line := need_line(span)) is not None:
             print(line)
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
+
+
+def topology_json(detection: Detection) -> dict[str, Any]:
+    """``topologyDetected`` (any tier found) and ``topologyMessage`` (what was found, as the
+    operator's ``TopologyDetected`` condition says it)."""
+    return {"topologyDetected": detection.found, "topologyMessage": describe(detection)}
 
 
 def _write_svg(path: str, svg: str) -> None:

@@ -38,9 +38,10 @@ from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
+from fabricfit.reconcile.detected import flat_warning_of
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
-from fabricfit.render.status import build_plan_status, reservation_of
+from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
 
 SNAPSHOT_MAX_AGE_SECONDS = 1.0
 
@@ -198,6 +199,7 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
+        flat = flat_warning_of(snapshot, target.scheme, state.per_facts)
         fields = build_plan_status(
             decision,
             spec=target.spec,
@@ -206,8 +208,8 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             snapshot=snapshot,
             planned_at=datetime.now(UTC),
         )
-        draft.set(**fields)
-        draft.condition(Reason.PLANNED, _summary(decision))
+        draft.set(**(fields if flat is None else without_efficiency(fields)))
+        draft.condition(Reason.PLANNED, _summary(decision, flat))
         await write_status(run)
         return PlanResult(decision, snapshot)
 
@@ -292,12 +294,13 @@ async def _replace(
     return replacement
 
 
-def _summary(decision: PlacementDecision) -> str:
+def _summary(decision: PlacementDecision, flat: str | None = None) -> str:
     nodes = len(set(decision.pods))
     predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
+    efficiency = f"efficiency unknown: {flat}" if flat else f"efficiency {decision.efficiency:.0%}"
     return (
         f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
-        f"{predicted:.4g} s, efficiency {decision.efficiency:.0%}"
+        f"{predicted:.4g} s, {efficiency}"
     )
 
 
