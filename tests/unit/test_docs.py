@@ -210,3 +210,22 @@ def test_a_stale_page_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     path = generated(helm=False)[0]
     monkeypatch.setitem(pages.PAGES, path, lambda: "# changed\n")
     assert pages.stale([path]) == [path]
+
+
+def test_the_architecture_page_names_every_package_and_how_to_extend_it() -> None:
+    """Every package of ``fabricfit`` has its row in the layers table, and each extension
+    point has its how-to."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    rows = set(re.findall(r"^\| `(\w+)(?:\.py)?` \|", text, flags=re.M))
+    assert packages <= rows, f"packages missing from the layers table: {packages - rows}"
+    howtos = set(re.findall(r"^### (A .+)$", text, flags=re.M))
+    wanted = {
+        "A workload kind",
+        "A label scheme",
+        "A fabric preset",
+        "A scoring plugin",
+        "A CLI verb",
+        "A metric",
+    }
+    assert wanted <= howtos, wanted - howtos

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
 from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
 from fabricfit.cli.fabrics import read_profile_dir
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.kube.peering import parse_priority
@@ -125,7 +126,8 @@ def execute(args: argparse.Namespace) -> int:
     for why in catalog.refused.values():
         logging.getLogger("fabricfit").warning("fabric profile refused: %s", why)
     if args.fabric not in catalog:
-        raise UsageError(f"--fabric {args.fabric}: unknown fabric profile ({catalog.known()})")
+        message = unknown_name("fabric profile", args.fabric, catalog.profiles, catalog.known())
+        raise UsageError(f"--fabric: {message}")
     config = OperatorConfig(
         catalog=catalog,
         default_fabric=args.fabric,
