@@ -33,12 +33,13 @@ replay's wall time.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from fabricfit.fabric.documents import decode_text, load_objects
 from fabricfit.fabric.profiles import get_profile
@@ -233,12 +234,20 @@ def _count_draws(snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range) -> 
     return 0
 
 
+def generator() -> ModuleType:
+    """``traces/generate.py``, loaded from its file: a script beside the traces it writes, not a
+    module on the path."""
+    spec = importlib.util.spec_from_file_location("generate", TRACES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _published_mix(seed: int, cluster: Cluster) -> object:
     """The generated trace drawn with ``seed`` for ``cluster`` (``traces/generate.py``, not
     written to disk)."""
-    sys.path.insert(0, str(TRACES))
-    import generate  # it puts hack/ on sys.path, so only when asked for
-
+    generate = generator()
     return generate.published_mix(seed=seed, fabric=getattr(generate, cluster.mix))
 
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     TT,
-    get_tt,
     job_pods,
     make_pool,
+    read_topology,
     submit_job,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 GATE = "fabricfit.dev/placement"
 
@@ -78,7 +78,7 @@ def test_deleting_the_topology_of_a_queued_job_ungates_its_template(
         lambda: batch.read_namespaced_job("queued", namespace).spec.template.spec.scheduling_gates,
         what="the suspended Job's template gated",
     )
-    assert get_tt(custom, namespace, "queued")["status"]["reservation"]
+    assert read_topology(custom, namespace, "queued")["status"]["reservation"]
 
     custom.delete_namespaced_custom_object(*TT[:2], namespace, TT[2], "queued")
     wait_for(lambda: topology_gone(custom, namespace, "queued"), what="the topology deleted")

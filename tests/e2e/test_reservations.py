@@ -4,9 +4,10 @@ pod that is not fabricfit's can take a node a plan reserved. The job's pod pinne
 stuck pod so the Job recreates it gated, pins the new pod, and the job runs. Every assertion
 reads what the cluster did.
 
-The Job's template carries a gate of the test's own besides fabricfit's (``helpers.held``):
-fabricfit pins and removes only its own, so the test decides when kube-scheduler may try the
-pinned pods, and the foreign pod lands between plan and bind deterministically.
+The Job's template carries a gate of the test's own besides fabricfit's
+(``fabricfit_dev.e2e.held``): fabricfit pins and removes only its own, so the test decides when
+kube-scheduler may try the pinned pods, and the foreign pod lands between plan and bind
+deterministically.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from helpers.cluster import (
+from fabricfit_dev.e2e.held import bound, held_job, pinned, tenant
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     TT,
     condition,
@@ -24,9 +26,8 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
-from helpers.held import bound, held_job, pinned, tenant
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 GPU = "nvidia.com/gpu"
 

@@ -14,7 +14,6 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devcluster import fakenodes
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.profiles import get_profile
@@ -28,6 +27,7 @@ from fabricfit.reconcile.inventory import slim_node, take_snapshot
 from fabricfit.reconcile.observe import Observer, seconds_since, timed
 from fabricfit.reconcile.service import Outcome
 from fabricfit.render.status import build_plan_status, reservation_of
+from fabricfit_dev.cluster import fakenodes
 
 JOB = ("team-a", "llama")
 STATUS: dict[str, Any] = {

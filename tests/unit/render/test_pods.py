@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devcluster.jsonpatch import PatchError, apply_patch
 from fabricfit.api.constants import SCHEDULING_GATE
 from fabricfit.render.pods import (
     build_pin_patch,
@@ -19,6 +18,7 @@ from fabricfit.render.pods import (
     planned_node_of,
     stuck_on,
 )
+from fabricfit_dev.jsonpatch import PatchError, apply_patch
 
 OURS = {"name": SCHEDULING_GATE}
 KUEUE = {"name": "kueue.x-k8s.io/topology"}

@@ -24,7 +24,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   ``alltoall_decay``), the fill of an intra-node p2p channel's chunk pipeline
   (``p2p_fill_chunks``), and the host's launch time per GPU and per channel of the call
   (``launch_us_per_gpu``, ``launch_us_per_channel``, only for reading nccl-tests runs where one
-  thread drives several GPUs). Their defaults are NCCL's own
+  thread drives several GPUs), and the decay of scale-out bandwidth with the domains a group
+  spans (``scaleout_decay``, 0 on every preset; fitted by ``fabricfit calibrate`` on a
+  cluster's runs at several node counts). Their defaults are NCCL's own
   constants or neutral values, so a profile written before they existed still loads and means
   the same;
 * optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
@@ -54,6 +56,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 DEFAULT_BUFFSIZE = 1 << 22  # NCCL's Simple buffer when NCCL_BUFFSIZE is not set (init.cc:813)
+# GPUs under one set of rail leaves: a DGX SuperPOD scalable unit, 32 nodes x 8 GPUs under 8
+# rail leaves (scaling-book gpus.md); traffic between rail groups climbs to the spine.
+RAIL_GROUP_GPUS = 256
 
 
 class ProfileError(ValueError):
@@ -132,6 +137,10 @@ class FabricProfile:
     # domains reach, and the exponent of all-to-all's decay with more (× (2/domains)^decay).
     alltoall_efficiency: float = 1.0
     alltoall_decay: float = 0.0
+    # Scale-out bandwidth's decay with the NVLink domains a group spans beyond two: each NIC
+    # reaches × (2/domains)^decay (congestion above the leaf, stragglers). 0 on every preset:
+    # nothing published derives it; ``fabricfit calibrate`` fits it from a cluster's own runs.
+    scaleout_decay: float = 0.0
     # p2p inside a node (send/recv, all-to-all): chunk times to fill the copy-in/copy-out
     # pipeline of each channel's FIFO (one chunk: the receiver waits for the first one).
     p2p_fill_chunks: float = 1.0
@@ -180,6 +189,13 @@ class FabricProfile:
     def nodes_per_nvlink_domain(self) -> int:
         """Nodes one NVLink domain holds (18 GB200 trays; 1 for an 8-GPU node)."""
         return max(1, self.gpus_per_nvlink_domain // max(1, self.gpus_per_node))
+
+    @property
+    def nodes_per_rail_group(self) -> int:
+        """Nodes under one set of rail leaves: :data:`RAIL_GROUP_GPUS` rounded up to whole NVLink
+        domains (a domain never straddles two rail groups)."""
+        domains = max(1, -(-RAIL_GROUP_GPUS // max(1, self.gpus_per_nvlink_domain)))
+        return domains * self.nodes_per_nvlink_domain
 
     @property
     def is_torus(self) -> bool:
