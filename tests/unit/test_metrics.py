@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 import ssl
 import subprocess
@@ -368,6 +369,11 @@ def test_census_measures_fragmentation_and_drops_vanished_jobs() -> None:
     assert names_of(metrics, "fabricfit_placement_efficiency_ratio") == []
     bare = _views()
     bare.nodes[0]["metadata"]["labels"] = {}
+    cpu_only = copy.deepcopy(bare.nodes[1])  # no tier label and no GPU: nothing to place there
+    cpu_only["metadata"] = {"name": "cpu-0", "labels": {}}
+    for section in ("allocatable", "capacity"):
+        cpu_only["status"][section] = {"cpu": "64", "memory": "256Gi"}
+    bare.nodes.append(cpu_only)
     observer.census(bare)
     assert value(metrics, "fabricfit_nodes_without_topology") == 1
 

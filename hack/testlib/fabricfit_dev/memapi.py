@@ -94,12 +94,21 @@ class FakeApi:
         self.put(target, body)
         return copy.deepcopy(self.objects[target])
 
-    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
-        """DELETE only (the other verbs have their own methods)."""
+    async def request(
+        self, method: str, path: str, *, body: Any = None, **_: Any
+    ) -> dict[str, Any]:
+        """DELETE only (the other verbs have their own methods); DeleteOptions' preconditions
+        (uid, resourceVersion) are checked as the API server does (409 Conflict)."""
         assert method == "DELETE", method
-        self.writes.append((path, "delete", None))
-        if self.objects.pop(path, None) is None:
+        self.writes.append((path, "delete", copy.deepcopy(body)))
+        found = self.objects.get(path)
+        if found is None:
             raise ApiError(404, "NotFound", f"{path} not found")
+        meta = found.get("metadata") or {}
+        for key, wanted in ((body or {}).get("preconditions") or {}).items():
+            if meta.get(key) != wanted:
+                raise ApiError(409, "Conflict", f"Precondition failed: {key} {wanted}")
+        del self.objects[path]
         return {}
 
     async def close(self) -> None:

@@ -33,6 +33,7 @@ from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.cli.output import add_output_arguments, emit, output_format
 from fabricfit.cli.progress import Progress
 from fabricfit.cli.running import KIND, Running, key_of, running_jobs
+from fabricfit.fabric.detection import Detection, describe, detect_tiers, flat_warning
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
@@ -196,20 +197,25 @@ def execute(args: argparse.Namespace) -> int:
         _write_svg(args.svg, build_svg(decision, snapshot))
     span = decision_span(decision, snapshot, planned.spec.gpus_per_pod)
     defaulted = planned.spec.defaulted()
+    detection = detect_tiers(snapshot)
+    flat = flat_warning(detection)
     if fmt:
         body = {
             **decision.to_json_dict(),
             "fabric_reason": planned.fabric_reason,
             "compute_domain": need_json(span),
             "defaulted": list(defaulted),
+            **topology_json(detection),
         }
+        if flat is not None:
+            body["efficiency"] = None  # a flat fabric makes every placement look optimal
         if planned.allocation is not None:
             body["gpu_allocation"] = planned.allocation
         if planned.running is not None:
             body["running"] = planned.running.to_json_dict()
         emit(body, fmt, indent=1, sort_keys=False)
     else:
-        sys.stdout.write(render_summary(decision, snapshot))
+        sys.stdout.write(render_summary(decision, snapshot, flat))
         print(f"fabric {decision.fabric}: {planned.fabric_reason}")
         if defaulted:
             print(f"defaulted (not in the spec): {_defaults_line(defaulted)}")
@@ -289,6 +295,12 @@ def _running(
         return running_jobs(objects, snapshot, profile, planning=planning)
     except ValueError as err:
         raise UsageError(f"running file {shown(args.running)}: {err}") from None
+
+
+def topology_json(detection: Detection) -> dict[str, Any]:
+    """``topologyDetected`` (any tier found) and ``topologyMessage`` (what was found, as the
+    operator's ``TopologyDetected`` condition says it)."""
+    return {"topologyDetected": detection.found, "topologyMessage": describe(detection)}
 
 
 def _write_svg(path: str, svg: str) -> None:

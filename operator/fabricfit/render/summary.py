@@ -134,18 +134,25 @@ def spares_line(spares: SpareSet) -> str | None:
 
 
 def build_summary(
-    decision: PlacementDecision, snapshot: ClusterSnapshot | None = None
+    decision: PlacementDecision,
+    snapshot: ClusterSnapshot | None = None,
+    flat: str | None = None,
 ) -> list[str]:
-    """The summary as lines (see module docstring)."""
+    """The summary as lines (see module docstring); ``flat`` is the warning of a plan made
+    where no topology tier was found (``fabric.detection.flat_warning``): its efficiency is
+    then unknown."""
     lines = [f"fabricfit plan: {'PLACED' if decision.feasible else 'INFEASIBLE'}"]
+    if flat is not None:
+        lines.append(f"warning: {flat}")
     if decision.groups:
         lines.append(_job_line(decision))
     if decision.feasible and decision.predicted is not None:
         lower = decision.lower_bound
+        efficiency = "unknown (no topology tier)" if flat else f"{decision.efficiency:.1%}"
         lines.append(
             f"predicted step communication {format_seconds(decision.predicted.step_comm_seconds)}"
             f"; lower bound {format_seconds(lower.step_comm_seconds if lower else 0.0)}"
-            f"; efficiency {decision.efficiency:.1%}"
+            f"; efficiency {efficiency}"
         )
         neighbours = neighbours_line(decision.predicted)
         if neighbours is not None:
@@ -172,5 +179,7 @@ def build_summary(
     return lines
 
 
-def render_summary(decision: PlacementDecision, snapshot: ClusterSnapshot | None = None) -> str:
-    return "\n".join(build_summary(decision, snapshot)) + "\n"
+def render_summary(
+    decision: PlacementDecision, snapshot: ClusterSnapshot | None = None, flat: str | None = None
+) -> str:
+    return "\n".join(build_summary(decision, snapshot, flat)) + "\n"

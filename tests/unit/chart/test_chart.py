@@ -31,7 +31,7 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "nodes"): {"list", "watch"},
     ("fabricfit.dev", "trainingtopologies"): {"get", "list", "watch", "patch"},
     ("fabricfit.dev", "trainingtopologies/status"): {"patch"},
-    ("", "pods"): {"list", "watch", "patch"},
+    ("", "pods"): {"get", "list", "watch", "patch", "delete"},
     ("batch", "jobs"): {"get", "patch"},
     ("jobset.x-k8s.io", "jobsets"): {"get", "patch"},
     ("kubeflow.org", "pytorchjobs"): {"get", "patch"},

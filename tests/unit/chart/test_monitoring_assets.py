@@ -273,9 +273,9 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
                     fires(
                         "FabricfitNodesWithoutTopology",
                         {"severity": "warning"},
-                        "4 nodes carry no topology label under the operator label scheme; plans "
-                        "cannot tell placements on them apart, and every one looks 100% "
-                        "efficient.",
+                        "4 GPU nodes carry no topology label under the operator label scheme; "
+                        "plans cannot tell placements on them apart, and every one looks "
+                        "optimal.",
                     ),
                 ],
             },

@@ -104,11 +104,11 @@ class World:
 
     def views(self) -> Views:
         pods = [slim_pod(p) for p in self.pods]
-        tt = self.api.objects[TT_PATH]
+        tt = self.api.objects.get(TT_PATH)  # None once deleted
         return Views(
             nodes=copy.deepcopy(self.nodes),
             pods=[p for p in pods if p is not None],
-            topologies={KEY: holding_of(tt)},
+            topologies={KEY: holding_of(tt)} if tt is not None else {},
             kueue=self.kueue,
         )
 
