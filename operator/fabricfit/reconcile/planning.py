@@ -203,7 +203,7 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
         fields = build_plan_status(
             decision,
             spec=target.spec,
-            reservation=reservation_of(decision, target.spec.gpus_per_pod),
+            reservation=_reservation(decision, target.spec),
             generation=draft.generation,
             snapshot=snapshot,
             planned_at=datetime.now(UTC),
@@ -292,6 +292,14 @@ async def _replace(
     run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
     await write_status(run)
     return replacement
+
+
+def _reservation(decision: PlacementDecision, spec: TrainingTopologySpec) -> dict[str, int]:
+    """What the plan holds against other plans: nothing in advisory mode, whose pods the
+    scheduler places wherever it likes (their GPUs count once they are bound)."""
+    if spec.placement.mode == "advisory":
+        return {}
+    return reservation_of(decision, spec.gpus_per_pod)
 
 
 def _summary(decision: PlacementDecision, flat: str | None = None) -> str:
