@@ -131,6 +131,7 @@ def build_summary(
             f"; lower bound {format_seconds(lower.step_comm_seconds if lower else 0.0)}"
             f"; efficiency {decision.efficiency:.1%}"
         )
+        lines.extend(f"warning: {w}" for w in decision.warnings)
         lines.extend(_times_table(decision.predicted, lower))
         lines.append(f"candidate: {decision.candidate}")
         lines.append("pods:")
