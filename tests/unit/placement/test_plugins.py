@@ -114,3 +114,19 @@ def test_pipeline_spread_credits_neighbouring_stages() -> None:
     far = plugin.score(ctx, _evaluated(_slots(ctx, ["n000", "n002"])))
     assert near == pytest.approx(75.0) and far == 0.0
     assert plugin.explain(ctx, _evaluated(_slots(ctx, ["n000", "n002"]))) is not None
+
+
+def test_pipeline_stages_under_one_spine_are_not_reported_under_different_spines() -> None:
+    """Every GB200 MoE plan said "different spines" with both stages under one spine: six
+    pairs credited 0.4 each average to 0.39999999999999997, and the mean was compared with
+    0.4. A pair under different spines is what the reason names, so pairs are counted."""
+    snapshot = make_cluster(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=2)
+    ctx = _ctx(snapshot, Parallelism(tensor=1, pipeline=2, data=6), gpus_per_pod=6)
+    plugin = PipelineSpread()
+    one_spine = _evaluated(_slots(ctx, ["n000", "n002"]))  # two leaves of spine s0
+    assert plugin.score(ctx, one_spine) == pytest.approx(40.0)
+    assert plugin.explain(ctx, one_spine) is None
+    two_spines = _evaluated(_slots(ctx, ["n000", "n004"]))
+    assert plugin.explain(ctx, two_spines) == (
+        "6 of 6 neighbouring pipeline stage pairs were placed under different spines"
+    )
