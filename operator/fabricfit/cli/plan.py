@@ -190,7 +190,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
-    span = decision_span(decision, snapshot, spec.gpus_per_pod)
+    span = decision_span(decision, snapshot, spec.gpus_per_pod, profile)
     if args.json:
         body = {**decision.to_json_dict(), "fabric_reason": why, "compute_domain": need_json(span)}
         if allocation is not None:

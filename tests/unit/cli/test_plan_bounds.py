@@ -86,3 +86,15 @@ def test_the_text_view_prints_the_unclamped_efficiency(
     assert percent == pytest.approx(100 * ratio, abs=0.051)
     assert percent <= 100.0
     assert "warning:" not in out
+
+
+def test_a_tpu_plan_needs_no_compute_domain(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two 2-chip pods per host put data groups on two hosts of one slice: over ICI, not
+    NVLink, so no NVIDIA ComputeDomain (the plan asked for one)."""
+    code, out = _plan(capsys, tmp_path, "tpu-v5e", "--fabric", "tpu-v5e", "--json")
+    assert code == 0
+    assert json.loads(out)["compute_domain"]["needed"] is False
+    code, out = _plan(capsys, tmp_path, "tpu-v5e", "--fabric", "tpu-v5e")
+    assert "ComputeDomain" not in out
