@@ -98,3 +98,18 @@ def test_a_tpu_plan_needs_no_compute_domain(
     assert json.loads(out)["compute_domain"]["needed"] is False
     code, out = _plan(capsys, tmp_path, "tpu-v5e", "--fabric", "tpu-v5e")
     assert "ComputeDomain" not in out
+
+
+def test_the_docs_example_is_what_plan_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """docs/concepts/bounds.md opens with this plan's line (the issue's TPU case, fixed)."""
+    page = Path(__file__).resolve().parents[3] / "docs" / "concepts" / "bounds.md"
+    example = next(
+        line
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("predicted step communication")
+    )
+    code, out = _plan(capsys, tmp_path, "tpu-v5e", "--fabric", "tpu-v5e")
+    assert code == 0
+    assert example in out.splitlines()
