@@ -11,8 +11,9 @@ A trace's documented limit is 100,000 jobs (``simulation.trace.MAX_JOBS``), and 
 each running an hour, on the shipped 64-node DGX-H100 dump (``traces/nodes-h100-64.yaml``): at
 most 360 run at once, so the cluster is never full and every job is placed at its arrival — the
 cost is placement and bookkeeping, not queueing. Reported per placer: seconds for parsing the
-trace, for the replay, and the replay's milliseconds per job (wall clock,
-``time.perf_counter``; a busy machine inflates it, so compare runs made side by side).
+trace, for the replay, and the replay's milliseconds per job, wall clock
+(``time.perf_counter``) and CPU (``time.process_time``, which a busy machine inflates less);
+compare runs made side by side.
 """
 
 from __future__ import annotations
@@ -58,13 +59,13 @@ def measure(jobs: int) -> list[str]:
     parse_s = time.perf_counter() - start
     lines = []
     for name, placer in PLACERS.items():
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = replay(snapshot, trace, profile, placer=placer, name=name)
-        replay_s = time.perf_counter() - start
+        replay_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
         placed = sum(1 for run in result.jobs if run.start is not None)
         lines.append(
             f"{jobs:>7,} {name:<14} {placed:>7,} {parse_s:>8.2f} {replay_s:>9.2f} "
-            f"{1e3 * replay_s / jobs:>8.2f}"
+            f"{1e3 * replay_s / jobs:>8.2f} {1e3 * cpu_s / jobs:>8.2f}"
         )
     return lines
 
@@ -90,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(25)
         return 0
-    print(f"{'jobs':>7} {'placer':<14} {'placed':>7} {'parse s':>8} {'replay s':>9} {'ms/job':>8}")
+    print(
+        f"{'jobs':>7} {'placer':<14} {'placed':>7} {'parse s':>8} {'replay s':>9} {'ms/job':>8} "
+        f"{'cpu ms/job':>10}"
+    )
     for jobs in args.jobs or DEFAULT_JOBS:
         for line in measure(jobs):
             print(line)
