@@ -108,13 +108,18 @@ class PlacementDecision:
             "lower_bound_seconds": (
                 self.lower_bound.step_comm_seconds if self.lower_bound is not None else None
             ),
-            "efficiency": round(self.efficiency, 6) if self.feasible else None,
+            "efficiency": _finite(self.efficiency) if self.feasible else None,
             "reasons": list(self.reasons),
             "largest_feasible": _largest_json(self.largest_feasible),
             "candidate": self.candidate,
             "spares": self.spares.to_json_dict(),
             "warnings": list(self.warnings),
         }
+
+
+def _finite(ratio: float) -> float | None:
+    """A ratio for JSON: rounded, or None where it is not a number (a bound over no time)."""
+    return round(ratio, 6) if math.isfinite(ratio) else None
 
 
 def bound_warnings(predicted: StepTimes, lower_bound: StepTimes) -> tuple[str, ...]:

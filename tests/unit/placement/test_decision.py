@@ -3,6 +3,8 @@ bound above the prediction is a warning in every view of the plan."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fabricfit.api.models import Parallelism
@@ -56,3 +58,19 @@ def test_a_true_bound_gives_no_warning_and_equal_sums_are_100_percent() -> None:
     assert decision.warnings == ()
     assert not decision.bound_exceeded
     assert "efficiency 100.0%" in render_summary(decision)
+
+
+def test_a_bound_over_a_prediction_of_no_time_is_warned_and_valid_json() -> None:
+    """Infinity is not JSON: the ratio is left out, the warning says why."""
+    decision = PlacementDecision(
+        feasible=True,
+        fabric="dgx-h100",
+        groups=GROUPS,
+        predicted=StepTimes(0.0, {"tensor": 0.0}),
+        lower_bound=StepTimes(0.1, {"tensor": 0.1}),
+        warnings=bound_warnings(StepTimes(0.0, {"tensor": 0.0}), StepTimes(0.1, {"tensor": 0.1})),
+    )
+    assert decision.bound_exceeded and decision.warnings
+    body = decision.to_json_dict()
+    assert body["efficiency"] is None
+    json.dumps(body, allow_nan=False)
