@@ -185,6 +185,7 @@ class Planned:
     spec: TrainingTopologySpec
     fabric_reason: str
     allocation: dict[str, Any] | None
+    profile: FabricProfile
     running: Running | None = None
 
 
@@ -195,7 +196,7 @@ def execute(args: argparse.Namespace) -> int:
     decision, snapshot = planned.decision, planned.snapshot
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
-    span = decision_span(decision, snapshot, planned.spec.gpus_per_pod)
+    span = decision_span(decision, snapshot, planned.spec.gpus_per_pod, planned.profile)
     defaulted = planned.spec.defaulted()
     detection = detect_tiers(snapshot)
     flat = flat_warning(detection)
@@ -264,7 +265,7 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
-    return Planned(decision, snapshot, spec, why, allocation, running)
+    return Planned(decision, snapshot, spec, why, allocation, profile, running)
 
 
 def _defaults_line(defaulted: dict[str, Any]) -> str:

@@ -7,11 +7,15 @@ A decision is plain data that every consumer reads the same way: the operator wr
 Infeasible decisions carry no assignment but say why (one sentence per reason) and how large a
 job would fit right now; either way the decision names the spare nodes it kept free. Predicted
 and lower-bound step times are per-dimension seconds from the cost model; ``efficiency`` is
-lower bound ÷ predicted (1.0 = the fabric's best case).
+lower bound ÷ predicted (1.0 = the fabric's best case). It is never clamped: the bound is proved
+only by a property test (``tests/unit/placement/test_bound_property.py``), so a plan whose
+prediction falls below its bound says so in ``warnings`` (:func:`bound_warnings`) and shows its
+efficiency above 100 %, rather than a 100 % that would pass for optimal.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,6 +24,10 @@ from typing import Any
 from fabricfit.api.conditions import Reason
 from fabricfit.placement.layout import GROUP_KINDS, Groups
 from fabricfit.placement.spares import NO_SPARES, SpareSet
+
+#: Relative slack of "bound ≤ predicted": both are sums of the same per-call terms, added in
+#: another order, so two equal totals can differ in their last bits.
+BOUND_SLACK = 1e-9
 
 
 def _empty_floats() -> Mapping[str, float]:
@@ -87,17 +95,21 @@ class PlacementDecision:
     candidate: str = ""
     spares: SpareSet = NO_SPARES  # the nodes this plan left free as spares
     failure: Reason | None = None
+    warnings: tuple[str, ...] = ()  # what is wrong with the plan's own numbers (bound_warnings)
 
     @property
     def efficiency(self) -> float:
+        """Lower bound ÷ predicted; above 1 only when the bound is wrong (see ``warnings``)."""
         if self.predicted is None or self.lower_bound is None:
             return 0.0
         if self.predicted.step_comm_seconds <= 0:
-            return 1.0
-        ratio = self.lower_bound.step_comm_seconds / self.predicted.step_comm_seconds
-        # The bound is a bound (cost.bounds; tests/unit/placement/test_bound_property.py): a
-        # ratio above 1 can only be the rounding of two equal sums added in another order.
-        return min(1.0, ratio)
+            return 1.0 if self.lower_bound.step_comm_seconds <= 0 else math.inf
+        return self.lower_bound.step_comm_seconds / self.predicted.step_comm_seconds
+
+    @property
+    def bound_exceeded(self) -> bool:
+        """The lower bound is above the prediction: the bound, not the plan, is wrong."""
+        return self.efficiency > 1 + BOUND_SLACK
 
     def to_json_dict(self) -> dict[str, Any]:
         """The ``fabricfit plan --json`` object (field names are a public contract)."""
@@ -113,13 +125,38 @@ class PlacementDecision:
             "lower_bound_seconds": (
                 self.lower_bound.step_comm_seconds if self.lower_bound is not None else None
             ),
-            "efficiency": round(self.efficiency, 6) if self.feasible else None,
+            "efficiency": _finite(self.efficiency) if self.feasible else None,
             "reasons": list(self.reasons),
             "failure": self.failure.value if self.failure is not None else None,
             "largest_feasible": _largest_json(self.largest_feasible),
             "candidate": self.candidate,
             "spares": self.spares.to_json_dict(),
+            "warnings": list(self.warnings),
         }
+
+
+def _finite(ratio: float) -> float | None:
+    """A ratio for JSON: rounded, or None where it is not a number (a bound over no time)."""
+    return round(ratio, 6) if math.isfinite(ratio) else None
+
+
+def bound_warnings(predicted: StepTimes, lower_bound: StepTimes) -> tuple[str, ...]:
+    """One sentence when a dimension's lower bound exceeds its prediction (a fabricfit bug:
+    the bound must hold for every placement), naming the dimensions and the figures."""
+    over = [
+        dim
+        for dim, bound in lower_bound.by_dimension.items()
+        if bound > predicted.by_dimension.get(dim, 0.0) * (1 + BOUND_SLACK)
+    ]
+    total_over = lower_bound.step_comm_seconds > predicted.step_comm_seconds * (1 + BOUND_SLACK)
+    if not over and not total_over:
+        return ()
+    return (
+        f"the lower bound ({lower_bound.step_comm_seconds:.4g} s) is not a bound here: it "
+        f"exceeds the prediction ({predicted.step_comm_seconds:.4g} s) in "
+        f"{', '.join(over) or 'total'}; efficiency is meaningless for this plan "
+        "(a fabricfit bug: please report the job and fabric)",
+    )
 
 
 def _times_json(times: StepTimes | None) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ from fabricfit.placement.candidates import (
 )
 from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
 from fabricfit.placement.costing import StepModel
-from fabricfit.placement.decision import PlacementDecision, RankPlacement
+from fabricfit.placement.decision import PlacementDecision, RankPlacement, bound_warnings
 from fabricfit.placement.feasibility import (
     capacity_in_units,
     capacity_reasons,
@@ -365,4 +365,5 @@ def _decision(best: Scored, scorer: Scorer, layout: RankLayout, fabric: str) -> 
         reasons=scorer.explain(best),
         scores=best.scores,
         candidate=best.label,
+        warnings=bound_warnings(best.evaluated.predicted, scorer.ctx.lower_bound),
     )

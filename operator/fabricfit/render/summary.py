@@ -154,6 +154,7 @@ def build_summary(
             f"; lower bound {format_seconds(lower.step_comm_seconds if lower else 0.0)}"
             f"; efficiency {efficiency}"
         )
+        lines.extend(f"warning: {w}" for w in decision.warnings)
         neighbours = neighbours_line(decision.predicted)
         if neighbours is not None:
             lines.append(neighbours)

@@ -6,7 +6,7 @@ is priced as the node's highest free GPUs, as the operator would see it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 from fabricfit.fabric.topology import ClusterSnapshot
@@ -49,11 +49,21 @@ class SimCluster:
             self.free[node] -= sign * gpus_per_pod
             if not 0 <= self.free[node] <= self.capacity[node]:
                 raise AssertionError(f"replay over-committed node {node}: {self.free[node]} free")
-        self.snapshot = self.with_free(self.free)
+        self.snapshot = self.with_free(self.free, changed=set(pods))
 
-    def with_free(self, free: Mapping[str, int]) -> ClusterSnapshot:
-        """The base snapshot with these free GPUs per node."""
-        nodes = tuple(replace(n, free_gpus=free[n.name]) for n in self.base.nodes)
+    def with_free(
+        self, free: Mapping[str, int], changed: Set[str] | None = None
+    ) -> ClusterSnapshot:
+        """The base snapshot with these free GPUs per node; with ``changed``, only those nodes
+        differ from the current snapshot (the others keep their objects: a job's one pod
+        rebuilt every node of the cluster, twice per job)."""
+        if changed is None:
+            nodes = tuple(replace(n, free_gpus=free[n.name]) for n in self.base.nodes)
+        else:
+            nodes = tuple(
+                replace(n, free_gpus=free[n.name]) if n.name in changed else n
+                for n in self.snapshot.nodes
+            )
         return replace(self.base, nodes=nodes)
 
     def sample(self, time: float) -> Sample:

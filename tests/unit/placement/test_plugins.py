@@ -138,3 +138,19 @@ def test_neighbour_impact_scores_the_share_of_its_cost_a_job_pays_itself() -> No
     assert plugin.score(ctx, quiet) == 100.0 and plugin.explain(ctx, quiet) is None
     assert plugin.score(ctx, costly) == pytest.approx(50.0)
     assert "slows the running jobs" in (plugin.explain(ctx, costly) or "")
+
+
+def test_pipeline_stages_under_one_spine_are_not_reported_under_different_spines() -> None:
+    """Every GB200 MoE plan said "different spines" with both stages under one spine: six
+    pairs credited 0.4 each average to 0.39999999999999997, and the mean was compared with
+    0.4. A pair under different spines is what the reason names, so pairs are counted."""
+    snapshot = make_cluster(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=2)
+    ctx = _ctx(snapshot, Parallelism(tensor=1, pipeline=2, data=6), gpus_per_pod=6)
+    plugin = PipelineSpread()
+    one_spine = _evaluated(_slots(ctx, ["n000", "n002"]))  # two leaves of spine s0
+    assert plugin.score(ctx, one_spine) == pytest.approx(40.0)
+    assert plugin.explain(ctx, one_spine) is None
+    two_spines = _evaluated(_slots(ctx, ["n000", "n004"]))
+    assert plugin.explain(ctx, two_spines) == (
+        "6 of 6 neighbouring pipeline stage pairs were placed under different spines"
+    )
