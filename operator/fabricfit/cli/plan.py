@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,9 @@ from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
 from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.cli.output import add_output_arguments, emit, output_format
+from fabricfit.cli.pairing import Paired, add_pairing_argument, read_paired
 from fabricfit.cli.progress import Progress
+from fabricfit.cli.serving import serving_json, serving_lines
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
@@ -69,6 +71,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="TT.yaml",
         help="a TrainingTopology object (or its bare spec), and the workload it names",
     )
+    add_pairing_argument(parser)
     add_output_arguments(parser)
     parser.add_argument("--svg", metavar="OUT", help="write an SVG picture of the plan to OUT")
     parser.add_argument(
@@ -175,6 +178,7 @@ class Planned:
     spec: TrainingTopologySpec
     fabric_reason: str
     allocation: dict[str, Any] | None
+    paired: Paired | None = None
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -195,6 +199,9 @@ def execute(args: argparse.Namespace) -> int:
         }
         if planned.allocation is not None:
             body["gpu_allocation"] = planned.allocation
+        if planned.spec.serving is not None:
+            body["serving"] = serving_json(planned.spec, decision)
+            body["paired"] = planned.paired.to_json_dict() if planned.paired else None
         emit(body, fmt, indent=1, sort_keys=False)
     else:
         sys.stdout.write(render_summary(decision, snapshot))
@@ -204,6 +211,8 @@ def execute(args: argparse.Namespace) -> int:
         if planned.allocation is not None:
             print(f"GPUs: {planned.allocation['message']}")
         if (line := need_line(span)) is not None:
+            print(line)
+        for line in serving_lines(planned.spec, decision, planned.paired):
             print(line)
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
 
@@ -232,13 +241,18 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
         resource_claims=claims,
     )
     profile, why = _choose_fabric(args, spec, snapshot)
+    request, held, paired = admission.request, {}, None
+    if args.paired:
+        progress.update(phase="reading the paired TrainingTopology")
+        paired = read_paired(args.paired, spec, snapshot, profile, pods)
+        request, held = replace(request, partner=paired.partner), dict(paired.reservations)
     progress.update(phase=f"placing {spec.world_size:,} ranks on {profile.name}")
     try:
-        decision = plan_placement(snapshot, admission.request, profile)
+        decision = plan_placement(snapshot, request, profile, reservations=held)
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
-    return Planned(decision, snapshot, spec, why, allocation)
+    return Planned(decision, snapshot, spec, why, allocation, paired)
 
 
 def _defaults_line(defaulted: dict[str, Any]) -> str:

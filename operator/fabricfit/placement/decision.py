@@ -38,12 +38,32 @@ class RankPlacement:
 
 
 @dataclass(frozen=True, slots=True)
+class ServingTimes:
+    """A served model's communication per phase (``fabricfit.cost.serving``); None where the
+    role does not run the phase or no partner's plan prices a KV transfer."""
+
+    decode_token_comm_seconds: float | None = None
+    prefill_comm_seconds: float | None = None
+    kv_transfer_seconds: float | None = None
+
+    def to_json_dict(self) -> dict[str, float | None]:
+        return {
+            "decode_token_comm_seconds": self.decode_token_comm_seconds,
+            "prefill_comm_seconds": self.prefill_comm_seconds,
+            "kv_transfer_seconds": self.kv_transfer_seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class StepTimes:
-    """Per-step communication seconds, total and per parallelism dimension."""
+    """Per-step communication seconds, total and per parallelism dimension; for a served model
+    ``step_comm_seconds`` is its objective (the communication on the path to a first token)
+    and ``serving`` the phases."""
 
     step_comm_seconds: float
     by_dimension: Mapping[str, float] = field(default_factory=_empty_floats)
     spine_bytes_per_step: float = 0.0
+    serving: ServingTimes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +133,13 @@ class PlacementDecision:
 def _times_json(times: StepTimes | None) -> dict[str, Any] | None:
     if times is None:
         return None
-    return {
+    out: dict[str, Any] = {
         "step_comm_seconds": times.step_comm_seconds,
         "by_dimension": {k: times.by_dimension.get(k, 0.0) for k in GROUP_KINDS},
     }
+    if times.serving is not None:  # a training plan's JSON keeps its fields as they were
+        out.update(times.serving.to_json_dict())
+    return out
 
 
 def _largest_json(fit: LargestFit | None) -> dict[str, int] | None:

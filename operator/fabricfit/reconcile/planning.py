@@ -39,6 +39,7 @@ from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
+from fabricfit.render.summary import serving_line
 
 SNAPSHOT_MAX_AGE_SECONDS = 1.0
 
@@ -233,6 +234,9 @@ async def replace_and_reserve(
 def _summary(decision: PlacementDecision) -> str:
     nodes = len(set(decision.pods))
     predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
+    serving = decision.predicted.serving if decision.predicted else None
+    if serving is not None:
+        return f"{len(decision.pods)} pods on {nodes} nodes; {serving_line(serving)}"
     return (
         f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
         f"{predicted:.4g} s, efficiency {decision.efficiency:.0%}"
