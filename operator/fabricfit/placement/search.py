@@ -41,7 +41,6 @@ from fabricfit.placement.candidates import (
     Block,
     PlanCandidate,
     generate_candidates,
-    job_blocks,
     job_sub_blocks,
 )
 from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
@@ -56,11 +55,18 @@ from fabricfit.placement.feasibility import (
 from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
 from fabricfit.placement.packing import FreeCapacity, free_capacity, packing_loss
+from fabricfit.placement.pairing import replica_pods
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.peers.kueue_bestfit import LEVELS as PEER_LEVELS
-from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
+from fabricfit.placement.plugins import PlanContext, Plugin, plugins_for
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
+from fabricfit.placement.serving import (
+    SpreadGoal,
+    block_ladder,
+    paired_candidate,
+    spread_candidate,
+)
 from fabricfit.placement.slots import LeafDomain, build_leaf_domains
 from fabricfit.placement.spares import SpareSet, spares_for
 
@@ -93,13 +99,14 @@ def plan_placement(
     profile: FabricProfile,
     *,
     reservations: Mapping[str, int] = NO_RESERVATIONS,
-    plugins: Sequence[Plugin] = DEFAULT_PLUGINS,
+    plugins: Sequence[Plugin] | None = None,
     move_budget: int | None = None,
 ) -> PlacementDecision:
     """Plan where every pod and rank of ``request`` goes on ``snapshot`` (see module docstring).
 
     ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
-    ``move_budget`` caps local-move evaluations (None: by job size).
+    ``move_budget`` caps local-move evaluations (None: by job size); ``plugins`` default to
+    the request's (``plugins.plugins_for``).
     """
     nodes, rejected = eligible_nodes(snapshot, request, reservations)
     spares = spares_for(snapshot, request, profile, reservations, eligible={n.name for n in nodes})
@@ -124,15 +131,40 @@ def plan_placement(
     if problem.units_free < problem.units_needed:
         return replace(_no_room(problem, snapshot, request, fabric), spares=spares)
     model = StepModel(snapshot, problem.layout, request, profile)
+    extra, goal = _serving_candidates(problem, snapshot, request)
     ctx = PlanContext(
         request=request,
         layout=problem.layout,
         domains=problem.domains,
         lower_bound=model.lower_bound(),
+        replicas=replica_pods(problem.layout) if request.serving is not None else (),
+        spread_goal=goal,
     )
     census = partial(free_capacity, snapshot, reservations)  # only when candidates tie
-    decision = _search(problem, Scorer(ctx, plugins, model), census, fabric, move_budget)
+    chosen = plugins_for(request) if plugins is None else plugins
+    scorer = Scorer(ctx, chosen, model)
+    decision = _search(problem, scorer, census, fabric, move_budget, extra=extra)
     return replace(decision, spares=spares)
+
+
+def _serving_candidates(
+    problem: _Problem, snapshot: ClusterSnapshot, request: PlacementRequest
+) -> tuple[list[PlanCandidate], SpreadGoal | None]:
+    """A served model's own candidates (``serving``): spread, next to the partner."""
+    serving = request.serving
+    if serving is None:
+        return [], None
+    out: list[PlanCandidate] = []
+    goal = None
+    if serving.spread != "None":
+        spread = spread_candidate(problem.blocks, problem.domains, serving.spread)
+        if spread is not None:
+            out.append(spread[0])
+            goal = spread[1]
+    paired = paired_candidate(problem.blocks, problem.domains, snapshot, request, problem.layout)
+    if paired is not None:
+        out.append(paired)
+    return out, goal
 
 
 def _no_room(
@@ -163,16 +195,22 @@ def _prepare(
     reservations: Mapping[str, int],
     spares: SpareSet,
 ) -> _Problem:
-    """Layout, slots on the ``eligible`` nodes (spares left out) and blocks; with ``tensor:
-    Preferred`` a job whose multi-pod tensor groups find no NVLink domain with room falls back
-    to single-pod units."""
+    """Layout, slots on the ``eligible`` nodes (spares left out) and blocks: the first cut of
+    ``serving.block_ladder`` the free slots hold (with ``tensor: Preferred``, a job whose
+    multi-pod tensor groups find no NVLink domain with room falls back to single-pod units; a
+    served model's whole replicas step down to tensor groups first), else the last one."""
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     nodes = _without_spares(eligible, spares, rejected)
     domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
-    problem = _problem(layout, domains, job_blocks(layout), rejected)
-    short = problem.units_free < problem.units_needed
-    if short and problem.unit_pods > 1 and not request.tensor_required:
-        return _problem(layout, domains, job_blocks(layout, keep_units=False), rejected)
+    problem: _Problem | None = None
+    for blocks in block_ladder(request, layout, max_domain_gpus(nodes)):
+        cut = _problem(layout, domains, blocks, rejected)
+        if problem is not None and cut.unit_pods == problem.unit_pods:
+            continue  # the same units: nothing new to try
+        problem = cut
+        if problem.units_free >= problem.units_needed:
+            break
+    assert problem is not None  # the ladder yields at least one cut
     return problem
 
 
@@ -213,12 +251,16 @@ def _search(
     census: Callable[[], FreeCapacity],
     fabric: str,
     move_budget: int | None,
+    *,
+    extra: Sequence[PlanCandidate] = (),
 ) -> PlacementDecision:
-    """Score every candidate, hill-climb the best, build the decision."""
+    """Score every candidate (``extra``: a served model's own), hill-climb the best, build the
+    decision."""
     candidates = list(
         generate_candidates(problem.blocks, problem.domains, job_sub_blocks(problem.layout))
     )
     candidates.extend(_peer_candidates(problem))
+    candidates.extend(extra)
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
     if not scored:
