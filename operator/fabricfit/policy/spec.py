@@ -222,7 +222,19 @@ def workload_problems(
             f"{ref.kind} {ref.name} runs {expected} pods but the spec needs {spec.pods} "
             f"(world size {spec.world_size} / gpusPerPod {spec.gpus_per_pod})",
         )
+    group = kind.group_pods(workload)
+    replica = _replica_pods(spec)
+    if spec.serving is not None and group is not None and group != replica:
+        return (
+            f"{ref.kind} {ref.name} groups {group} pods but a replica spans {replica} "
+            f"(tensor·pipeline·expert / gpusPerPod): each group must hold one replica",
+        )
     return ()
+
+
+def _replica_pods(spec: TrainingTopologySpec) -> int:
+    p = spec.parallelism
+    return -(-(p.tensor * p.pipeline * p.expert * p.context) // spec.gpus_per_pod)
 
 
 def choose_fabric(

@@ -55,6 +55,7 @@ from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.placement.maintenance import drained
 from fabricfit.policy.kueuecheck import templates_gated
+from fabricfit.policy.pairing import pairing_problems
 from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.claimsources import claim_sources
@@ -137,6 +138,8 @@ async def reconcile(
 
 def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologySpec:
     spec, problems = policy.parse_spec(body.get("spec"))
+    if spec is not None and not problems:
+        problems = pairing_problems(key_of(body)[1], spec)
     if spec is None or problems:
         _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
     return spec
