@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from fabricfit import policy
@@ -32,7 +32,9 @@ from fabricfit.placement import (
 )
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.maintenance import pending_holds
+from fabricfit.placement.pairing import Partner
 from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.policy.pairing import partner_of
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
@@ -161,9 +163,18 @@ def _facts_hash(snapshot: ClusterSnapshot) -> int:
     )
 
 
-def _inputs(
-    run: Run, target: Target
-) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
+@dataclass(frozen=True)
+class _Inputs:
+    """What a plan reads, taken under the lock."""
+
+    snapshot: ClusterSnapshot
+    request: PlacementRequest
+    profile: FabricProfile
+    held: dict[str, int]  # GPUs other plans hold, per node
+    unpaired: str | None  # why a paired serving job has no partner to price the KV against
+
+
+def _inputs(run: Run, target: Target) -> _Inputs:
     """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
     state, views = run.state, run.views_of()
     snapshot = fresh_snapshot(state, views, target.scheme)
@@ -172,17 +183,50 @@ def _inputs(
     )
     profile, why = resolve_profile(target.spec, snapshot, state)
     run.draft.set(fabricReason=why[:512])
-    return snapshot, target.request, profile, held
+    request, note = with_partner(run, target)
+    return _Inputs(snapshot, request, profile, held, note)
+
+
+def with_partner(run: Run, target: Target) -> tuple[PlacementRequest, str | None]:
+    """The request, with the partner of a disaggregated deployment when its plan is recorded
+    (the newest status the ledger knows: a partner planned a moment ago counts), and why not
+    when it has none (a reason for the status: no KV transfer is priced)."""
+    request, serving = target.request, target.spec.serving
+    if serving is None or serving.paired_with is None:
+        return request, None
+    key = (run.namespace, serving.paired_with)
+    holding = run.state.ledger.newest(key, run.views_of().topologies.get(key))
+    served = holding.served if holding is not None else None
+    if served is None:
+        found: Partner | str = (
+            f"the paired TrainingTopology {serving.paired_with} is not there"
+            if holding is None
+            else f"the paired TrainingTopology {serving.paired_with} serves no model"
+        )
+    else:
+        found = partner_of(serving.paired_with, served["spec"], served["status"], role=serving.role)
+    if isinstance(found, Partner):
+        return replace(request, partner=found), None
+    return (
+        request,
+        f"{found}: the KV-cache transfer is not priced (it is, on the side planned second)",
+    )
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
     """Plan under the lock and write the reservation; None when the job does not fit now."""
     state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
-        snapshot, request, profile, held = _inputs(run, target)
+        inputs = _inputs(run, target)
+        snapshot, request, profile, held = (
+            inputs.snapshot,
+            inputs.request,
+            inputs.profile,
+            inputs.held,
+        )
         why = (draft.generation, repr(request), profile)
-        inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
-        if state.infeasible.get(key) == inputs:
+        fingerprint = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
+        if state.infeasible.get(key) == fingerprint:
             return None  # nothing changed since this job last did not fit: don't plan again
         # The search is pure CPU over frozen inputs: run it off the event loop, so the pins,
         # binds and Placed of jobs already planned go on meanwhile (a burst of plans held each
@@ -191,12 +235,14 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             plan_placement, snapshot, request, profile, reservations=held
         )
         if not decision.feasible:
-            state.infeasible[key] = inputs
+            state.infeasible[key] = fingerprint
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
             draft.condition(decision.failure or Reason.INSUFFICIENT_GPUS, _why(decision))
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
+        if inputs.unpaired is not None:
+            decision = replace(decision, reasons=(*decision.reasons, inputs.unpaired))
         fields = build_plan_status(
             decision,
             spec=target.spec,
@@ -218,7 +264,13 @@ async def replace_and_reserve(
     Besides other plans' holds, the job's own planned pods not yet bound there count as taken
     (``pending_holds``), so two lost pods never get one node's last GPUs."""
     async with run.state.plan_lock:
-        snapshot, request, profile, held = _inputs(run, target)
+        inputs = _inputs(run, target)
+        snapshot, request, profile, held = (
+            inputs.snapshot,
+            inputs.request,
+            inputs.profile,
+            inputs.held,
+        )
         own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
         held = dict(Counter(held) + Counter(own))
         replacement = await asyncio.to_thread(

@@ -63,6 +63,7 @@ from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.detected import set_topology_condition
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
+from fabricfit.reconcile.latency import set_latency_condition
 from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.record import PlanRecord, read_plan
@@ -207,6 +208,7 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     recent = planning.recent_snapshot(state, run.views_of, scheme)
     set_topology_condition(run.draft, recent, scheme, state.per_facts)
     plan, snapshot = await _ensure_plan(run, target, found, recent)
+    set_latency_condition(run.draft, spec)
     if target.workload is None:
         ref = target.ref
         run.draft.condition(
