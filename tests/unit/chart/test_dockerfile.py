@@ -88,4 +88,10 @@ def test_dockerignore_sends_only_what_the_build_copies() -> None:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     assert lines[[line.strip() for line in lines].index("*")] == "*"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "setup.py", "README.md", "hack/constraints.txt", "operator"}
+    assert allowed == {
+        "pyproject.toml",
+        "setup.py",
+        "README.md",
+        "hack/constraints.txt",
+        "operator",
+    }
