@@ -79,7 +79,10 @@ def test_a_disaggregated_deployment_keeps_each_kv_transfer_inside_an_nvlink_doma
     labels = {m["metadata"]["name"]: m["metadata"]["labels"] for m in manifests}
     domain = {n: found[NATIVE + "nvlink-domain"] for n, found in labels.items()}
     rack = {n: found[NATIVE + "rack"] for n, found in labels.items()}
-    docs = sample("disaggregated-llama.yaml", "pd")
+    docs = {
+        **sample("disaggregated-prefill.yaml", "pd"),
+        **sample("disaggregated-decode.yaml", "pd"),
+    }
 
     apply(custom, namespace, docs, "llama-prefill")
     prefill = placed(core, custom, namespace, "llama-prefill", 2, 2)

@@ -64,7 +64,9 @@ from fabricfit.placement.scoring import Rejected, Scored, Scorer
 from fabricfit.placement.serving import (
     SpreadGoal,
     block_ladder,
+    careful_level,
     paired_candidate,
+    replica_bestfit,
     spread_candidate,
 )
 from fabricfit.placement.slots import LeafDomain, build_leaf_domains
@@ -131,7 +133,7 @@ def plan_placement(
     if problem.units_free < problem.units_needed:
         return replace(_no_room(problem, snapshot, request, fabric), spares=spares)
     model = StepModel(snapshot, problem.layout, request, profile)
-    extra, goal = _serving_candidates(problem, snapshot, request)
+    extra, goal = _serving_candidates(problem, snapshot, request, nodes)
     ctx = PlanContext(
         request=request,
         layout=problem.layout,
@@ -148,13 +150,21 @@ def plan_placement(
 
 
 def _serving_candidates(
-    problem: _Problem, snapshot: ClusterSnapshot, request: PlacementRequest
+    problem: _Problem,
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    nodes: Sequence[NodeInfo],
 ) -> tuple[list[PlanCandidate], SpreadGoal | None]:
-    """A served model's own candidates (``serving``): spread, next to the partner."""
+    """A served model's own candidates (``serving``): Kueue's, replica by replica (a peer:
+    the plan never predicts more), spread, next to the partner."""
     serving = request.serving
     if serving is None:
         return [], None
     out: list[PlanCandidate] = []
+    level = careful_level(request, nodes)
+    peer = replica_bestfit(problem.blocks, problem.domains, level)
+    if peer is not None:
+        out.append(PlanCandidate(label=f"{PEER_PREFIX}per replica at {level})", slots=peer))
     goal = None
     if serving.spread != "None":
         spread = spread_candidate(problem.blocks, problem.domains, serving.spread)

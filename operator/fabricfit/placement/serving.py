@@ -27,6 +27,14 @@ Two more candidates join the search's own (``search``):
 
 Both place replicas through :class:`BlockPlacer`, which packs one block at a time
 (``candidates.pack_blocks``) into the free slots a predicate keeps.
+
+A third is the peer's: Kueue admits a LeaderWorkerSet one group at a time, each group a Workload
+of its own (``sigs.k8s.io/kueue@v0.19.2/pkg/controller/jobs/leaderworkerset``), so
+:func:`replica_bestfit` places each replica in turn by Kueue TAS BestFit
+(``peers.kueue_bestfit``) at the level a careful user requires it (:func:`careful_level`: one
+node when it fits one, one rack when the racks are NVLink domains that hold it, else one rail
+group) on the slots the earlier replicas left. The search counts it among the Kueue candidates,
+so a served model's plan never predicts more communication than that.
 """
 
 from __future__ import annotations
@@ -34,10 +42,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
+from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot, NodeInfo
 from fabricfit.placement.candidates import Block, PlanCandidate, job_blocks, pack_blocks
+from fabricfit.placement.feasibility import max_domain_gpus
 from fabricfit.placement.layout import RankLayout
 from fabricfit.placement.pairing import kv_transfer, partner_slots
+from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import LeafDomain, PodSlot, leaf_key
 
@@ -112,6 +122,38 @@ class BlockPlacer:
         if len(self.placed) != self.pods:
             return None
         return tuple(self.placed[p] for p in range(self.pods))
+
+
+def careful_level(request: PlacementRequest, nodes: Sequence[NodeInfo]) -> str:
+    """The finest Kueue TAS level a careful user requires one replica in (module docstring)."""
+    p = request.parallelism
+    replica = p.tensor * p.pipeline * p.expert * p.context
+    if replica <= max((n.gpus for n in nodes), default=0):
+        return "hostname"
+    racks_are_domains = any(n.place.nvlink_domain not in ("", n.name) for n in nodes)
+    if racks_are_domains and replica <= (max_domain_gpus(nodes) or 0):
+        return "rack"
+    return "rail-group"
+
+
+def replica_bestfit(
+    blocks: Sequence[Block], domains: Sequence[LeafDomain], level: str
+) -> tuple[PodSlot, ...] | None:
+    """Each replica (block) in turn by Kueue TAS BestFit at ``level`` on the slots left."""
+    taken: set[PodSlot] = set()
+    placed: dict[int, PodSlot] = {}
+    for block in blocks:
+        pods = [pod for unit in block for pod in unit]
+        free = [
+            LeafDomain(d.key, d.spine, d.has_rails, tuple(s for s in d.slots if s not in taken))
+            for d in domains
+        ]
+        slots = kueue_bestfit([d for d in free if d.slots], len(pods), level=level)
+        if slots is None:
+            return None
+        placed.update(zip(pods, slots, strict=True))
+        taken.update(slots)
+    return tuple(placed[p] for p in range(len(placed)))
 
 
 @dataclass(frozen=True, slots=True)

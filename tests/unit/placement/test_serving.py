@@ -11,6 +11,7 @@ from fabricfit.api.serving import ServingSpec
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.candidates import job_blocks
+from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision, StepTimes
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.pairing import Partner
@@ -18,7 +19,13 @@ from fabricfit.placement.plugins import PlanContext
 from fabricfit.placement.plugins.replica_spread import ReplicaSpread
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.search import plan_placement
-from fabricfit.placement.serving import SpreadGoal, block_ladder, replica_loads
+from fabricfit.placement.serving import (
+    SpreadGoal,
+    block_ladder,
+    careful_level,
+    replica_bestfit,
+    replica_loads,
+)
 from fabricfit.placement.slots import build_leaf_domains
 from unit.placement.clusters import make_cluster
 
@@ -172,3 +179,36 @@ def test_each_replica_goes_next_to_the_partner_replica_it_pairs_with() -> None:
     domains = domains_of(snapshot, decision)
     assert domains == ["s0/rg0/r0/d0"] * 2 + ["s0/rg1/r0/d0"] * 2, decision.pods
     assert decision.candidate == "replicas next to their partner"
+
+
+def test_the_careful_users_level_is_the_finest_that_holds_a_replica() -> None:
+    h100 = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=2).nodes
+    gb200 = nvl72().nodes
+    assert careful_level(request(8, tensor=8, data=2), h100) == "hostname"
+    assert careful_level(request(8, tensor=8, pipeline=2, data=2), h100) == "rail-group"
+    assert careful_level(request(4, tensor=8, pipeline=2, data=2), gb200) == "rack"
+
+
+def test_kueues_replica_by_replica_placement_is_a_candidate_the_plan_never_loses_to() -> None:
+    # Free trays: 4 in rack 0, 3 in racks 1 and 2. BestFit gives the first TP8xPP2 replica (4
+    # trays) rack 0; no rack holds the second, which it cuts 3 + 1: one TP8 group (two trays)
+    # across two NVLink domains. fabricfit cuts it between its pipeline stages instead.
+    free = {"n014", "n015", "n016", "n017", "n033", "n034", "n035", "n051", "n052", "n053"}
+    snapshot = nvl72(racks=3, used={f"n{i:03d}": 4 for i in range(54) if f"n{i:03d}" not in free})
+    req = request(4, tensor=8, pipeline=2, data=2)
+    layout = build_layout(req.parallelism, 4, ORDER)
+    blocks = next(iter(block_ladder(req, layout, 72)))
+    domains = build_leaf_domains(snapshot.nodes, 4, {})
+    theirs = replica_bestfit(blocks, domains, careful_level(req, snapshot.nodes))
+    assert theirs is not None
+    tensor_pods = [(2 * i, 2 * i + 1) for i in range(4)]
+    assert any(theirs[a].nvlink_domain != theirs[b].nvlink_domain for a, b in tensor_pods)
+    decision = plan_placement(snapshot, req, GB200)
+    ours = domains_of(snapshot, decision)
+    assert all(ours[a] == ours[b] for a, b in tensor_pods), ours
+    model = StepModel(snapshot, layout, req, GB200)
+    kueue = model.predict(model.rank_slots(theirs))
+    assert decision.predicted is not None and decision.predicted.serving is not None
+    assert kueue.serving is not None and kueue.serving.decode_token_comm_seconds is not None
+    ours_decode = decision.predicted.serving.decode_token_comm_seconds
+    assert ours_decode is not None and kueue.serving.decode_token_comm_seconds > 2 * ours_decode
