@@ -134,19 +134,28 @@ def bound(c: kube.Clients, namespace: str, name: str, pods: int, size: int) -> l
 
 
 def delete_lws(c: kube.Clients, namespace: str, name: str) -> None:
+    """Delete the LeaderWorkerSet and wait until it, its StatefulSets and its pods are gone (a
+    StatefulSet not yet collected would make pods again, and Kueue would bind them)."""
     try:
-        c.custom.delete_namespaced_custom_object(*LWS[:2], namespace, LWS[2], name)
+        c.custom.delete_namespaced_custom_object(*LWS[:2], namespace, LWS[2], name,
+                                                 propagation_policy="Foreground")  # fmt: skip
     except kube.ApiException as err:
         if err.status != 404:
             raise
 
     def gone() -> bool:
         selector = f"{NAME_LABEL}={name}"
+        try:
+            c.custom.get_namespaced_custom_object(*LWS[:2], namespace, LWS[2], name)
+            return False
+        except kube.ApiException as err:
+            if err.status != 404:
+                raise
         c.core.delete_collection_namespaced_pod(namespace, label_selector=selector,
                                                 grace_period_seconds=0)  # fmt: skip
         return not c.core.list_namespaced_pod(namespace, label_selector=selector).items
 
-    kube.poll(gone, 180, f"LeaderWorkerSet {name} and its pods to go")
+    kube.poll(gone, 180, f"LeaderWorkerSet {name}, its StatefulSets and its pods to go")
 
 
 def group_size(case: Case, gpus_per_pod: int) -> int:
