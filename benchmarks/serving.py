@@ -163,22 +163,24 @@ def table(results: Sequence[Result]) -> list[str]:
     lines = [
         "| fabric | used | case | Kueue decode ms | fabricfit decode ms | decode ratio | "
         "prefill ratio | KV ratio | objective ratio | most replicas per rack (Kueue · fabricfit) "
-        "| worse |",
-        "|---|---:|---|---:|---:|---|---|---|---|---|---:|",
+        "| fits (Kueue · fabricfit) | worse |",
+        "|---|---:|---|---:|---:|---|---|---|---|---|---|---:|",
     ]
     keys = dict.fromkeys((r.fabric, r.fragmentation, r.case) for r in results)
     for key in keys:
         rows = [r for r in results if (r.fabric, r.fragmentation, r.case) == key]
         both = [(r.kueue, r.ours) for r in rows if r.kueue is not None and r.ours is not None]
-        lines.append(_line(key, both))
+        fits = f"{sum(r.kueue is not None for r in rows)} · {sum(r.ours is not None for r in rows)}"
+        fits += f" of {len(rows)}"
+        lines.append(_line(key, both, fits))
     return lines
 
 
-def _line(key: tuple[str, float, str], both: Sequence[tuple[Side, Side]]) -> str:
+def _line(key: tuple[str, float, str], both: Sequence[tuple[Side, Side]], fits: str) -> str:
     fabric, fragmentation, label = key
     head = f"| {fabric} | {fragmentation:.0%} | {label} | "
     if not both:
-        return head + "does not fit | | | | | | | |"
+        return head + f"| | | | | | | {fits} | |"
     kueue, ours = [k for k, _ in both], [o for _, o in both]
     crowd = f"{_span_int([k.most_per_rack for k in kueue])} · "
     crowd += _span_int([o.most_per_rack for o in ours])
@@ -187,6 +189,7 @@ def _line(key: tuple[str, float, str], both: Sequence[tuple[Side, Side]]) -> str
         _ms([o.decode_s for o in ours if o.decode_s is not None]),
         *(_span(_ratios(both, attr)) for attr in ("decode_s", "prefill_s", "kv_s", "objective_s")),
         crowd,
+        fits,
         f"{sum(_worse(k, o) for k, o in both)}/{len(both)}",
     ]
     return head + " | ".join(cells) + " |"
