@@ -212,6 +212,12 @@ def workload_problems(
     if kind is None:
         listed = suggestion(ref.kind, KINDS) or f" (supported: {', '.join(KINDS)})"
         return (f"workload kind {ref.kind} is not supported{listed}",)
+    if spec.placement.mode == "admission-check" and not kind.admitted_as_workload:
+        return (
+            f"placement.mode admission-check is not available for a {ref.kind}: Kueue admits "
+            "its pods through its pod integration, which fabricfit's AdmissionCheck does not "
+            "follow (use pinned)",
+        )
     if workload is None or kind.selects_pods:
         return ()
     if not pod_templates(ref.kind, workload):

@@ -51,6 +51,9 @@ class WorkloadKind:
     #: The kind's pods carry no index: fabricfit labels each with one as it pins it
     #: (``index_label``; see ``workloads.deployment``).
     assigns_index: ClassVar[bool] = False
+    #: Kueue admits the workload through Workloads it owns (or names), which fabricfit's
+    #: AdmissionCheck follows; False where Kueue's pod integration owns them by the pods.
+    admitted_as_workload: ClassVar[bool] = True
 
     @property
     def api_group(self) -> str:

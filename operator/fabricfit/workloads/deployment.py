@@ -35,6 +35,7 @@ class Deployment(WorkloadKind):
     name: ClassVar[str] = "Deployment"
     api_version: ClassVar[str] = "apps/v1"
     plural: ClassVar[str] = "deployments"
+    admitted_as_workload: ClassVar[bool] = False
     index_label: ClassVar[str | None] = POD_INDEX_LABEL
     assigns_index: ClassVar[bool] = True
 

@@ -24,6 +24,7 @@ class StatefulSet(WorkloadKind):
     name: ClassVar[str] = "StatefulSet"
     api_version: ClassVar[str] = "apps/v1"
     plural: ClassVar[str] = "statefulsets"
+    admitted_as_workload: ClassVar[bool] = False
     index_label: ClassVar[str | None] = STATEFULSET_POD_INDEX_LABEL
     index_without_workload: ClassVar[bool] = True
 

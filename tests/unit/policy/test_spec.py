@@ -261,3 +261,19 @@ def test_a_served_models_leaderworkerset_groups_must_be_its_replicas() -> None:
     assert "groups 1 pods but a replica spans 2" in problem
     training, _ = parse_spec({k: v for k, v in raw.items() if k != "serving"})
     assert training is not None and workload_problems(training, lws(1, 4)) == ()
+
+
+def test_admission_check_mode_is_refused_for_kinds_kueue_admits_by_their_pods() -> None:
+    for kind in ("Deployment", "StatefulSet"):
+        raw = {
+            "workloadRef": {"apiVersion": "apps/v1", "kind": kind, "name": "chat"},
+            "gpusPerPod": 8,
+            "parallelism": {"tensor": 8},
+            "placement": {"mode": "admission-check"},
+        }
+        parsed, _ = parse_spec(raw)
+        assert parsed is not None
+        (problem,) = workload_problems(parsed, None)
+        assert f"not available for a {kind}" in problem
+        pinned, _ = parse_spec({**raw, "placement": {"mode": "pinned"}})
+        assert pinned is not None and workload_problems(pinned, None) == ()
