@@ -44,21 +44,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "hack") not in sys.path:
-    sys.path.insert(0, str(ROOT / "hack"))
+from kubernetes.client.exceptions import ApiException
 
-import side_by_side_kube as kube  # noqa: E402  (the script's own directory is sys.path[0])
-from demo.workloads import plan_tenants  # noqa: E402
-from devcluster import fakenodes, kueueobjects  # noqa: E402
-from fabricfit.fabric.profiles import FabricProfile, get_profile  # noqa: E402
-from fabricfit.fabric.snapshot import build_snapshot  # noqa: E402
-from fabricfit.fabric.topology import ClusterSnapshot  # noqa: E402
-from fabricfit.placement.pricing import locate_pods  # noqa: E402
-from fabricfit.placement.request import PlacementRequest  # noqa: E402
-from fabricfit.placement.serving import careful_level  # noqa: E402
-from kueue_side_by_side import HOSTNAME, LEVELS, RACK, RAIL_GROUP, REQUIRED  # noqa: E402
-from serving_cases import CASES, Case, Side, partner_of, pod_gpus, prefill_case, ratio, side  # noqa: E402
+import side_by_side_kube as kube  # the script's own directory is sys.path[0]
+from fabricfit.fabric.profiles import FabricProfile, get_profile
+from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.pricing import locate_pods
+from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.serving import careful_level
+from fabricfit_dev.cluster import fakenodes, kueueobjects
+from fabricfit_dev.demo.workloads import plan_tenants
+from fabricfit_dev.kube import Clients, read_cluster
+from fabricfit_dev.waiting import WaitTimeoutError, wait_for
+from kueue_side_by_side import HOSTNAME, LEVELS, RACK, RAIL_GROUP, REQUIRED
+from serving_cases import CASES, Case, Side, partner_of, pod_gpus, prefill_case, ratio, side
 
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -121,7 +121,7 @@ def leader_worker_set(
     }
 
 
-def bound(c: kube.Clients, namespace: str, name: str, pods: int, size: int) -> list[str] | None:
+def bound(c: Clients, namespace: str, name: str, pods: int, size: int) -> list[str] | None:
     items = c.core.list_namespaced_pod(namespace, label_selector=f"{NAME_LABEL}={name}").items
     live = [p for p in items if p.metadata.deletion_timestamp is None]
     nodes = {
@@ -133,13 +133,13 @@ def bound(c: kube.Clients, namespace: str, name: str, pods: int, size: int) -> l
     return [nodes[k] for k in range(pods)]
 
 
-def delete_lws(c: kube.Clients, namespace: str, name: str) -> None:
+def delete_lws(c: Clients, namespace: str, name: str) -> None:
     """Delete the LeaderWorkerSet and wait until it, its StatefulSets and its pods are gone (a
     StatefulSet not yet collected would make pods again, and Kueue would bind them)."""
     try:
         c.custom.delete_namespaced_custom_object(*LWS[:2], namespace, LWS[2], name,
                                                  propagation_policy="Foreground")  # fmt: skip
-    except kube.ApiException as err:
+    except ApiException as err:
         if err.status != 404:
             raise
 
@@ -148,14 +148,14 @@ def delete_lws(c: kube.Clients, namespace: str, name: str) -> None:
         try:
             c.custom.get_namespaced_custom_object(*LWS[:2], namespace, LWS[2], name)
             return False
-        except kube.ApiException as err:
+        except ApiException as err:
             if err.status != 404:
                 raise
         c.core.delete_collection_namespaced_pod(namespace, label_selector=selector,
                                                 grace_period_seconds=0)  # fmt: skip
         return not c.core.list_namespaced_pod(namespace, label_selector=selector).items
 
-    kube.poll(gone, 180, f"LeaderWorkerSet {name}, its StatefulSets and its pods to go")
+    wait_for(gone, 180, what=f"LeaderWorkerSet {name}, its StatefulSets and its pods to go")
 
 
 def group_size(case: Case, gpus_per_pod: int) -> int:
@@ -175,7 +175,7 @@ class Row:
 
 
 class Bench:
-    def __init__(self, c: kube.Clients, args: argparse.Namespace) -> None:
+    def __init__(self, c: Clients, args: argparse.Namespace) -> None:
         self.c, self.args = c, args
         self.serial = 0
         self.started = time.monotonic()
@@ -184,7 +184,7 @@ class Bench:
         print(f"  [{time.monotonic() - self.started:5.0f} s] {message}", flush=True)
 
     def snapshot(self, pool: str, without: str) -> ClusterSnapshot:
-        nodes, pods = kube.read_cluster(self.c, pool)
+        nodes, pods = read_cluster(self.c, f"{fakenodes.POOL_LABEL}={pool}")
         others = [p for p in pods if (p["metadata"].get("labels") or {}).get(NAME_LABEL) != without]
         return build_snapshot(nodes, others, scheme="native")
 
@@ -236,7 +236,7 @@ class Bench:
             row.kueue = side(before, request, profile, locate_pods(before, nodes, g))
             delete_lws(self.c, kube.KUEUE_NS, name)
             row.ours = self.fabricfit_side(case, request, profile, pool, prefill_name)
-        except kube.BenchError as err:
+        except (kube.BenchError, WaitTimeoutError) as err:
             row.error = str(err)
             self.say(f"{case.label}: {err}")
         finally:
@@ -247,10 +247,10 @@ class Bench:
     def place(self, namespace: str, body: dict[str, Any], pods: int, size: int) -> list[str]:
         name = body["metadata"]["name"]
         self.c.custom.create_namespaced_custom_object(*LWS[:2], namespace, LWS[2], body)
-        nodes: list[str] = kube.poll(
+        nodes: list[str] = wait_for(
             lambda: bound(self.c, namespace, name, pods, size),
             self.args.admit_seconds,
-            f"{name}'s {pods} pods bound",
+            what=f"{name}'s {pods} pods bound",
         )
         self.say(f"{name}: {pods} pods bound in {namespace}")
         return nodes

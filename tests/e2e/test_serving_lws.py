@@ -19,10 +19,18 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.cluster import POOL_LABEL, TT, condition, get_tt, make_pool, planned, wait_condition
-from helpers.lws import LWS, bound_pods
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.lws import LWS, bound_pods
+from fabricfit_dev.e2e.objects import (
+    POOL_LABEL,
+    TT,
+    condition,
+    make_pool,
+    planned,
+    read_topology,
+    wait_condition,
+)
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("lws")
 
@@ -97,11 +105,14 @@ def test_a_disaggregated_deployment_keeps_each_kv_transfer_inside_an_nvlink_doma
         assert domain[decode[2 * g]] == domain[prefill[2 * g]], (prefill, decode)
     assert not set(prefill) & set(decode)
 
-    status = get_tt(custom, namespace, "llama-decode")["status"]
+    status = read_topology(custom, namespace, "llama-decode")["status"]
     assert status["predicted"]["kvTransferSeconds"] > 0
     assert "prefillCommSeconds" not in status["predicted"]  # the decode side runs none
-    assert condition(get_tt(custom, namespace, "llama-decode"), "LatencyTarget")["status"] == "True"
-    first = get_tt(custom, namespace, "llama-prefill")["status"]
+    assert (
+        condition(read_topology(custom, namespace, "llama-decode"), "LatencyTarget")["status"]
+        == "True"
+    )
+    first = read_topology(custom, namespace, "llama-prefill")["status"]
     assert first["predicted"]["prefillCommSeconds"] > 0
     assert "kvTransferSeconds" not in first["predicted"]  # planned first: no partner to price
 
@@ -119,7 +130,7 @@ def test_a_replicated_tp8_deployment_spreads_over_two_racks(
 
     assert len(set(nodes)) == 4  # one node each: every TP8 group on one node's NVLink
     assert sorted(Counter(rack[n] for n in nodes).values()) == [2, 2], nodes
-    tt = get_tt(custom, namespace, "llama-replicas")
+    tt = read_topology(custom, namespace, "llama-replicas")
     predicted = tt["status"]["predicted"]
     assert predicted["decodeTokenCommSeconds"] > 0 and predicted["prefillCommSeconds"] > 0
     assert predicted["byDimension"]["data"] == 0  # replicas never all-reduce

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.cluster import POOL_LABEL, TT, make_pool, planned, wait_condition
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.objects import POOL_LABEL, TT, make_pool, planned, wait_condition
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 SAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "samples" / "serving"
 GATE = "fabricfit.dev/placement"

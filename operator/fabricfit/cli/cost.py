@@ -3,9 +3,10 @@
 The ranks are the first G GPUs of each of N nodes, nodes packed into NVLink domains in order
 (a gb200-nvl72 node is a 4-GPU compute tray, 18 per NVL72 domain; a TPU node is a host of 4
 chips in one slice). GPU j of a node uses rail ``j·K/gpus_per_node``; nodes form rail groups of
-256 GPUs rounded up to whole NVLink domains (a DGX SuperPOD scalable unit: 32 DGX nodes under 8
-rail leaves, scaling-book gpus.md) under one spine. The output ends with how right the model
-was on the published rows of the prediction's regime (``cli.regimes``). Imports no kopf and no
+the profile's ``nodes_per_rail_group`` (256 GPUs rounded up to whole NVLink domains, a DGX
+SuperPOD scalable unit) under one spine. The output ends with how right the model
+was on the published rows of the prediction's regime, rows of the preset's own hardware family
+only, and at scale what the held-out rows say (``cli.regimes``). Imports no kopf and no
 Kubernetes client.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from fabricfit.calibrate.regimes import RegimeAccuracy
+from fabricfit.calibrate.published import RegimeReport
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cli.fabrics import read_profile_file
 from fabricfit.cli.output import add_output_arguments, emit, output_format
@@ -28,7 +29,6 @@ from fabricfit.fabric.topology import GpuSlot
 
 MAX_NODES = 65_536
 MAX_SIZE_BYTES = 2**50
-SU_GPUS = 256  # DGX SuperPOD scalable unit (scaling-book gpus.md)
 
 
 def configure(parser: Parser) -> None:
@@ -125,18 +125,17 @@ def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
 def build_group(profile: FabricProfile, nodes: int, gpus: int) -> list[GpuSlot]:
     """The first ``gpus`` GPUs of ``nodes`` nodes, packed into NVLink domains in order."""
     per_domain_nodes = profile.nodes_per_nvlink_domain
-    su_domains = max(1, -(-SU_GPUS // profile.gpus_per_nvlink_domain))
+    per_group_nodes = profile.nodes_per_rail_group
     slots = []
     for n in range(nodes):
-        domain = n // per_domain_nodes
         for j in range(gpus):
             slots.append(
                 GpuSlot(
                     node=f"node-{n}",
                     gpu=j,
                     rail=j * profile.nics_per_node // profile.gpus_per_node,
-                    nvlink_domain=f"domain-{domain}",
-                    rail_group=f"su-{domain // su_domains}",
+                    nvlink_domain=f"domain-{n // per_domain_nodes}",
+                    rail_group=f"su-{n // per_group_nodes}",
                     spine="spine-0",
                 )
             )
@@ -147,7 +146,7 @@ def _render(
     profile: FabricProfile,
     estimate: CollectiveEstimate,
     args: argparse.Namespace,
-    found: RegimeAccuracy | None,
+    found: RegimeReport,
 ) -> str:
     rows = [
         ("fabric", profile.name),
@@ -158,7 +157,7 @@ def _render(
         ("algbw", f"{estimate.algbw_gb_per_s:,.2f} GB/s"),
         ("busbw", f"{estimate.busbw_gb_per_s:,.2f} GB/s"),
         ("bottleneck", estimate.bottleneck),
-        ("measured", found.describe() if found else "no published rows in this regime"),
+        ("measured", found.describe()),
     ]
     return "\n".join(f"{key:<11} {value}" for key, value in rows)
 
@@ -180,7 +179,9 @@ def execute(args: argparse.Namespace) -> int:
         estimate = estimate_collective(collective, size, group, profile, algorithm=args.algorithm)
     except CostError as err:
         raise UsageError(str(err)) from None
-    found = measured_accuracy(collective, size, args.nodes, profile)
+    # judged on the preset's own hardware family (with --nics-per-node: the preset's rows)
+    judged_on = get_profile(args.fabric) if args.fabric is not None else profile
+    found = measured_accuracy(collective, size, args.nodes, judged_on)
     if fmt := output_format(args):
         body = {
             "fabric": profile.name,
@@ -195,7 +196,7 @@ def execute(args: argparse.Namespace) -> int:
             "algbw_gb_per_s": estimate.algbw_gb_per_s,
             "busbw_gb_per_s": estimate.busbw_gb_per_s,
             "bottleneck": estimate.bottleneck,
-            "accuracy": found.record() if found else None,
+            "accuracy": found.record(),
         }
         emit(body, fmt, sort_keys=True)
     else:

@@ -10,7 +10,9 @@ ResourceClaimTemplates its pods claim GPUs through), bounded and total
 kind its flag expects; hand the spec and workload to the policy the operator uses
 (:func:`fabricfit.policy.admit`: schema, CRD rules and bounds, template choice — before
 any search); build the snapshot, resolve the fabric profile, call the pure planner, print a
-summary or one JSON object, optionally write an SVG. Every input problem is one line on stderr
+summary or one JSON object, optionally write an SVG. With ``--running`` (a dump of
+TrainingTopologies) the plan is priced next to the traffic of the jobs their status records as
+planned (:mod:`fabricfit.cli.running`). Every input problem is one line on stderr
 and exit 2; infeasible is exit 1; placed is exit 0 (``cli.main`` turns anything unforeseen into
 exit 3). This module imports neither kopf nor the Kubernetes client (~1.5 s of start-up).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,9 @@ from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.cli.output import add_output_arguments, emit, output_format
 from fabricfit.cli.pairing import Paired, add_pairing_argument, read_paired
 from fabricfit.cli.progress import Progress
+from fabricfit.cli.running import KIND, Running, key_of, running_jobs
 from fabricfit.cli.serving import serving_json, serving_lines
+from fabricfit.fabric.detection import Detection, describe, detect_tiers, flat_warning
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
@@ -72,6 +77,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a TrainingTopology object (or its bare spec), and the workload it names",
     )
     add_pairing_argument(parser)
+    parser.add_argument(
+        "--running",
+        metavar="TTS.yaml",
+        help="kubectl get tt -A -o yaml|json output: plan next to the traffic of the jobs "
+        "their status records as planned",
+    )
     add_output_arguments(parser)
     parser.add_argument("--svg", metavar="OUT", help="write an SVG picture of the plan to OUT")
     parser.add_argument(
@@ -178,6 +189,7 @@ class Planned:
     spec: TrainingTopologySpec
     fabric_reason: str
     allocation: dict[str, Any] | None
+    running: Running | None = None
     paired: Paired | None = None
 
 
@@ -190,24 +202,33 @@ def execute(args: argparse.Namespace) -> int:
         _write_svg(args.svg, build_svg(decision, snapshot))
     span = decision_span(decision, snapshot, planned.spec.gpus_per_pod)
     defaulted = planned.spec.defaulted()
+    detection = detect_tiers(snapshot)
+    flat = flat_warning(detection)
     if fmt:
         body = {
             **decision.to_json_dict(),
             "fabric_reason": planned.fabric_reason,
             "compute_domain": need_json(span),
             "defaulted": list(defaulted),
+            **topology_json(detection),
         }
+        if flat is not None:
+            body["efficiency"] = None  # a flat fabric makes every placement look optimal
         if planned.allocation is not None:
             body["gpu_allocation"] = planned.allocation
         if planned.spec.serving is not None:
             body["serving"] = serving_json(planned.spec, decision)
             body["paired"] = planned.paired.to_json_dict() if planned.paired else None
+        if planned.running is not None:
+            body["running"] = planned.running.to_json_dict()
         emit(body, fmt, indent=1, sort_keys=False)
     else:
-        sys.stdout.write(render_summary(decision, snapshot))
+        sys.stdout.write(render_summary(decision, snapshot, flat))
         print(f"fabric {decision.fabric}: {planned.fabric_reason}")
         if defaulted:
             print(f"defaulted (not in the spec): {_defaults_line(defaulted)}")
+        if planned.running is not None:
+            print(planned.running.line(shown(args.running)))
         if planned.allocation is not None:
             print(f"GPUs: {planned.allocation['message']}")
         if (line := need_line(span)) is not None:
@@ -241,18 +262,26 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
         resource_claims=claims,
     )
     profile, why = _choose_fabric(args, spec, snapshot)
-    request, held, paired = admission.request, {}, None
+    running = _running(args, topology_objects, snapshot, profile)
+    request, paired = admission.request, None
     if args.paired:
         progress.update(phase="reading the paired TrainingTopology")
         paired = read_paired(args.paired, spec, snapshot, profile, pods)
-        request, held = replace(request, partner=paired.partner), dict(paired.reservations)
+        request = replace(request, partner=paired.partner)
+    neighbours = running.neighbours if running is not None else None
+    # the running jobs' GPUs are held: by their pods when the pods dump is given, else here
+    held = dict(running.held) if running is not None and not args.pods else {}
+    if paired is not None:
+        held = dict(Counter(held) + Counter(paired.reservations))
     progress.update(phase=f"placing {spec.world_size:,} ranks on {profile.name}")
     try:
-        decision = plan_placement(snapshot, request, profile, reservations=held)
+        decision = plan_placement(
+            snapshot, request, profile, reservations=held, neighbours=neighbours
+        )
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
-    return Planned(decision, snapshot, spec, why, allocation, paired)
+    return Planned(decision, snapshot, spec, why, allocation, running, paired)
 
 
 def _defaults_line(defaulted: dict[str, Any]) -> str:
@@ -265,6 +294,30 @@ def _defaults_line(defaulted: dict[str, Any]) -> str:
         else:
             parts.append(f"{name} {value:,}")
     return "; ".join(parts)
+
+
+def _running(
+    args: argparse.Namespace,
+    topology_objects: list[dict[str, Any]],
+    snapshot: ClusterSnapshot,
+    profile: FabricProfile,
+) -> Running | None:
+    """The running jobs of ``--running`` (None without it), the planned job itself left out."""
+    if not args.running:
+        return None
+    objects = read_objects(args.running, "running", kind=KIND)
+    planned = [o for o in topology_objects if o.get("kind") == KIND]
+    planning = key_of(planned[0]) if planned else None
+    try:
+        return running_jobs(objects, snapshot, profile, planning=planning)
+    except ValueError as err:
+        raise UsageError(f"running file {shown(args.running)}: {err}") from None
+
+
+def topology_json(detection: Detection) -> dict[str, Any]:
+    """``topologyDetected`` (any tier found) and ``topologyMessage`` (what was found, as the
+    operator's ``TopologyDetected`` condition says it)."""
+    return {"topologyDetected": detection.found, "topologyMessage": describe(detection)}
 
 
 def _write_svg(path: str, svg: str) -> None:

@@ -56,6 +56,7 @@ class CollectiveEstimate:
     bottleneck: str  # "nvlink" | "nic" | "leaf" | "spine" | "ici" | "dcn" | "latency"
     size_bytes: int
     ranks: int
+    transfer_seconds: float = 0.0  # the bytes / bandwidth part of ``seconds`` (no latency)
 
 
 ALGORITHMS = (
@@ -172,6 +173,7 @@ def _estimate(
         bottleneck=_bottleneck(best),
         size_bytes=size,
         ranks=n,
+        transfer_seconds=best.transfer_s,
     )
 
 

@@ -298,6 +298,8 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float, *, forced: boo
         over = _oversubscription(shape, profile)
         tier = "spine" if over > 1.0 else "nic"
         per_nic = profile.nic_gb_per_s / (load * max(over, 1.0))
+        if profile.scaleout_decay and shape.domains > 2:  # a calibrated cluster's own decay
+            per_nic *= (2 / shape.domains) ** profile.scaleout_decay
         nics = channel_nics(shape, profile)
         out, p2p = nics * per_nic, shape.min_nics_per_domain * per_nic
     ring, ring_tier = ring_of(shape, profile, out, tier)

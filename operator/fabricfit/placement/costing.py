@@ -10,7 +10,9 @@ and the phases in ``StepTimes.serving``. The search calls it once per candidate 
 move, so this module keeps the per-job constants (groups as plain lists, the lower bound, the
 partner's located ranks) and a cache of ``GpuSlot`` values per pod slot, and converts the cost
 model's estimate to the placement's own frozen ``StepTimes`` so the rest of ``placement`` does
-not depend on its type.
+not depend on its type. Given the running jobs (``neighbours``), it prices each training
+candidate next to them as well (``placement.neighbours``; a served model's traffic is not in
+that model yet, so it is priced alone).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
 from fabricfit.placement.decision import ServingTimes, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, RankLayout
+from fabricfit.placement.neighbours import Assessment, NeighbourPricer, Neighbours
 from fabricfit.placement.pairing import kv_transfer, partner_slots
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot
@@ -71,12 +74,18 @@ class StepModel:
         layout: RankLayout,
         request: PlacementRequest,
         profile: FabricProfile,
+        neighbours: Neighbours | None = None,
     ) -> None:
         self._snapshot = snapshot
         self._request = request
         self._profile = profile
         self._groups = {k: [list(g) for g in layout.groups[k]] for k in GROUP_KINDS}
         self._pod_gpus: dict[PodSlot, tuple[GpuSlot, ...]] = {}
+        self._pricer = (
+            NeighbourPricer(neighbours, self._groups, request, profile)
+            if neighbours is not None and request.serving is None
+            else None
+        )
         self.evaluations = 0
         self._kv = self._locate_partner(layout)
 
@@ -101,13 +110,18 @@ class StepModel:
         return None if located is None or transfer is None else (transfer, located)
 
     def predict(self, ranks: Sequence[GpuSlot]) -> StepTimes:
+        """Predicted step communication of ``ranks``, next to the neighbours when given."""
+        return self.assess(ranks).times
+
+    def assess(self, ranks: Sequence[GpuSlot]) -> Assessment:
+        """The prediction, and with neighbours what the placement costs the running jobs."""
         self.evaluations += 1
         request = self._request
         if request.serving is not None:
             kv = None if self._kv is None else (self._kv[0], (*ranks, *self._kv[1]))
             job = ServedJob(request.parallelism, request.model, request.serving)
             served = estimate_serving(job, self._groups, ranks, self._profile, kv)
-            return serving_step_times(served)
+            return Assessment(serving_step_times(served))
         estimate = estimate_step(
             self._groups,
             ranks,
@@ -115,7 +129,10 @@ class StepModel:
             self._request.model,
             self._profile,
         )
-        return to_step_times(estimate)
+        alone = to_step_times(estimate)
+        if self._pricer is None:
+            return Assessment(alone)
+        return self._pricer.assess(ranks, alone)
 
     def lower_bound(self) -> StepTimes:
         """The bound no placement of this job on this cluster can beat (cost.bounds)."""

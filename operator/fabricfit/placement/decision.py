@@ -64,6 +64,18 @@ class StepTimes:
     by_dimension: Mapping[str, float] = field(default_factory=_empty_floats)
     spine_bytes_per_step: float = 0.0
     serving: ServingTimes | None = None
+    # Priced against running jobs (placement.neighbours; None when it was not): the seconds per
+    # step the links this placement shares cost it (included in the two fields above), the
+    # seconds per step it would cost the running jobs, summed over them, and the GPU-seconds
+    # they would lose during one step of this job (what the search weighs).
+    neighbour_slowdown_seconds: float | None = None
+    slowdown_added_to_others_seconds: float | None = None
+    added_to_others_gpu_seconds: float = 0.0
+
+    @property
+    def alone_step_comm_seconds(self) -> float:
+        """Step communication without the running jobs' traffic."""
+        return self.step_comm_seconds - (self.neighbour_slowdown_seconds or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +145,16 @@ class PlacementDecision:
 def _times_json(times: StepTimes | None) -> dict[str, Any] | None:
     if times is None:
         return None
-    out: dict[str, Any] = {
+    found: dict[str, Any] = {
         "step_comm_seconds": times.step_comm_seconds,
         "by_dimension": {k: times.by_dimension.get(k, 0.0) for k in GROUP_KINDS},
     }
+    if times.neighbour_slowdown_seconds is not None:  # priced next to running jobs
+        found["neighbour_slowdown_seconds"] = times.neighbour_slowdown_seconds
+        found["slowdown_added_to_others_seconds"] = times.slowdown_added_to_others_seconds
     if times.serving is not None:  # a training plan's JSON keeps its fields as they were
-        out.update(times.serving.to_json_dict())
-    return out
+        found.update(times.serving.to_json_dict())
+    return found
 
 
 def _largest_json(fit: LargestFit | None) -> dict[str, int] | None:

@@ -88,6 +88,9 @@ class PlacementRequest:
     # disaggregated deployment planned second, where its partner's pods are.
     serving: ServingSpec | None = None
     partner: Partner | None = None
+    # Seconds one training step computes, when the job declares it (a trace's duration over its
+    # steps); None: derived from the model and the fabric's peak FLOP/s (contention.duty).
+    compute_seconds_per_step: float | None = None
 
     @property
     def world_size(self) -> int:

@@ -88,8 +88,23 @@ def slim_pod(body: Mapping[str, Any]) -> dict[str, Any] | None:
             "schedulingGates": list(spec.get("schedulingGates") or []),
             "affinity": spec.get("affinity"),
         },
-        "status": {"phase": (body.get("status") or {}).get("phase")},
+        "status": _slim_status(body.get("status") or {}, bound=bool(spec.get("nodeName"))),
     }
+
+
+def _slim_status(status: Mapping[str, Any], *, bound: bool) -> dict[str, Any]:
+    """The phase, and for an unbound pod its ``PodScheduled`` condition (a pinned pod that
+    kube-scheduler calls Unschedulable is re-placed: ``render.pods.stuck_on``)."""
+    slim: dict[str, Any] = {"phase": status.get("phase")}
+    if not bound:
+        scheduled = [
+            {"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+        ]
+        if scheduled:
+            slim["conditions"] = scheduled
+    return slim
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,7 @@ class Holding:
     # A served model's spec and the status fields its partner reads (policy.pairing); None
     # for training jobs.
     served: Mapping[str, Any] | None = None
+    deleting: bool = False  # being deleted: its plan is released, its pods are not pinned
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
@@ -124,6 +140,7 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,
         served=_served(spec, status),
+        deleting=bool((body.get("metadata") or {}).get("deletionTimestamp")),
     )
 
 

@@ -14,14 +14,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.nodes import read_node_facts
+from fabricfit.fabric.pods import TERMINAL_PHASES, pod_gpu_request
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.topologies import patch_status
@@ -38,9 +40,10 @@ from fabricfit.policy.pairing import partner_of
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
+from fabricfit.reconcile.detected import flat_warning_of
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
-from fabricfit.render.status import build_plan_status, reservation_of
+from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
 from fabricfit.render.summary import serving_line
 
 SNAPSHOT_MAX_AGE_SECONDS = 1.0
@@ -163,18 +166,9 @@ def _facts_hash(snapshot: ClusterSnapshot) -> int:
     )
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    """What a plan reads, taken under the lock."""
-
-    snapshot: ClusterSnapshot
-    request: PlacementRequest
-    profile: FabricProfile
-    held: dict[str, int]  # GPUs other plans hold, per node
-    unpaired: str | None  # why a paired serving job has no partner to price the KV against
-
-
-def _inputs(run: Run, target: Target) -> _Inputs:
+def _inputs(
+    run: Run, target: Target
+) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
     """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
     state, views = run.state, run.views_of()
     snapshot = fresh_snapshot(state, views, target.scheme)
@@ -183,8 +177,7 @@ def _inputs(run: Run, target: Target) -> _Inputs:
     )
     profile, why = resolve_profile(target.spec, snapshot, state)
     run.draft.set(fabricReason=why[:512])
-    request, note = with_partner(run, target)
-    return _Inputs(snapshot, request, profile, held, note)
+    return snapshot, with_partner(run, target)[0], profile, held
 
 
 def with_partner(run: Run, target: Target) -> tuple[PlacementRequest, str | None]:
@@ -207,26 +200,17 @@ def with_partner(run: Run, target: Target) -> tuple[PlacementRequest, str | None
         found = partner_of(serving.paired_with, served["spec"], served["status"], role=serving.role)
     if isinstance(found, Partner):
         return replace(request, partner=found), None
-    return (
-        request,
-        f"{found}: the KV-cache transfer is not priced (it is, on the side planned second)",
-    )
+    return request, f"{found}: the KV-cache transfer is priced on the side planned second"
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
     """Plan under the lock and write the reservation; None when the job does not fit now."""
     state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
-        inputs = _inputs(run, target)
-        snapshot, request, profile, held = (
-            inputs.snapshot,
-            inputs.request,
-            inputs.profile,
-            inputs.held,
-        )
+        snapshot, request, profile, held = _inputs(run, target)
         why = (draft.generation, repr(request), profile)
-        fingerprint = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
-        if state.infeasible.get(key) == fingerprint:
+        inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
+        if state.infeasible.get(key) == inputs:
             return None  # nothing changed since this job last did not fit: don't plan again
         # The search is pure CPU over frozen inputs: run it off the event loop, so the pins,
         # binds and Placed of jobs already planned go on meanwhile (a burst of plans held each
@@ -235,24 +219,26 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             plan_placement, snapshot, request, profile, reservations=held
         )
         if not decision.feasible:
-            state.infeasible[key] = fingerprint
+            state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
             draft.condition(decision.failure or Reason.INSUFFICIENT_GPUS, _why(decision))
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
-        if inputs.unpaired is not None:
-            decision = replace(decision, reasons=(*decision.reasons, inputs.unpaired))
+        unpaired = with_partner(run, target)[1]
+        if unpaired is not None:
+            decision = replace(decision, reasons=(*decision.reasons, unpaired))
+        flat = flat_warning_of(snapshot, target.scheme, state.per_facts)
         fields = build_plan_status(
             decision,
             spec=target.spec,
-            reservation=reservation_of(decision, target.spec.gpus_per_pod),
+            reservation=_reservation(decision, target.spec),
             generation=draft.generation,
             snapshot=snapshot,
             planned_at=datetime.now(UTC),
         )
-        draft.set(**fields)
-        draft.condition(Reason.PLANNED, _summary(decision))
+        draft.set(**(fields if flat is None else without_efficiency(fields)))
+        draft.condition(Reason.PLANNED, _summary(decision, flat))
         await write_status(run)
         return PlanResult(decision, snapshot)
 
@@ -264,34 +250,97 @@ async def replace_and_reserve(
     Besides other plans' holds, the job's own planned pods not yet bound there count as taken
     (``pending_holds``), so two lost pods never get one node's last GPUs."""
     async with run.state.plan_lock:
+        return await _replace(run, target, current, lost, _inputs(run, target))
+
+
+async def replace_stuck(
+    run: Run, target: Target, current: Sequence[str], stuck: Iterable[int]
+) -> Replacement | None:
+    """Re-place the pinned pods kube-scheduler calls Unschedulable whose planned node cannot
+    take them now, checked under the lock on a fresh snapshot: its free GPUs (pods fabricfit
+    does not place included) after other plans' holds and the job's own pending pods. GPUs of
+    pods being deleted count as free (a pod waiting for its own predecessor to go is not
+    moved). None when every stuck pod still fits (kube-scheduler retries it) or one fits
+    nowhere (it waits)."""
+    async with run.state.plan_lock:
         inputs = _inputs(run, target)
-        snapshot, request, profile, held = (
-            inputs.snapshot,
-            inputs.request,
-            inputs.profile,
-            inputs.held,
-        )
-        own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
-        held = dict(Counter(held) + Counter(own))
-        replacement = await asyncio.to_thread(
-            replace_pods, snapshot, request, profile, current, lost, reservations=held
-        )
-        if replacement is None:
+        snapshot, request, _, held = inputs
+        order = sorted(set(stuck))
+        own = pending_holds(current, bound_pods(target), order, target.spec.gpus_per_pod)
+        taken = Counter(held) + Counter(own)
+        taken.subtract(releasing_gpus(run.views_of().pods, snapshot.claimed_by_pod))
+        lost: set[int] = set()
+        for index in order:
+            node = current[index]
+            fits = snapshot.has_node(node) and not node_rejection(
+                snapshot.node(node), request, taken
+            )
+            if fits:
+                taken[node] += target.spec.gpus_per_pod  # it stays: the next one sees it there
+            else:
+                lost.add(index)
+        if not lost:
             return None
-        run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
-        await write_status(run)
-        return replacement
+        return await _replace(run, target, current, lost, inputs)
 
 
-def _summary(decision: PlacementDecision) -> str:
+def releasing_gpus(
+    pods: Iterable[Mapping[str, Any]], claimed: Mapping[tuple[str, str], int]
+) -> dict[str, int]:
+    """GPUs per node held by bound pods that are being deleted: they free without anyone's
+    help, so a pod waiting for them is not stuck."""
+    freed: Counter[str] = Counter()
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or not meta.get("deletionTimestamp"):
+            continue
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            continue
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        freed[str(node)] += pod_gpu_request(pod, []) + claimed.get(key, 0)
+    return dict(freed)
+
+
+async def _replace(
+    run: Run,
+    target: Target,
+    current: Sequence[str],
+    lost: set[int],
+    inputs: tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]],
+) -> Replacement | None:
+    """Re-place ``lost`` (under the planning lock, which the caller holds) and write it."""
+    snapshot, request, profile, held = inputs
+    own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
+    taken = dict(Counter(held) + Counter(own))
+    replacement = await asyncio.to_thread(
+        replace_pods, snapshot, request, profile, current, lost, reservations=taken
+    )
+    if replacement is None:
+        return None
+    run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
+    await write_status(run)
+    return replacement
+
+
+def _reservation(decision: PlacementDecision, spec: TrainingTopologySpec) -> dict[str, int]:
+    """What the plan holds against other plans: nothing in advisory mode, whose pods the
+    scheduler places wherever it likes (their GPUs count once they are bound)."""
+    if spec.placement.mode == "advisory":
+        return {}
+    return reservation_of(decision, spec.gpus_per_pod)
+
+
+def _summary(decision: PlacementDecision, flat: str | None = None) -> str:
     nodes = len(set(decision.pods))
     predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
     serving = decision.predicted.serving if decision.predicted else None
     if serving is not None:
         return f"{len(decision.pods)} pods on {nodes} nodes; {serving_line(serving)}"
+    efficiency = f"efficiency unknown: {flat}" if flat else f"efficiency {decision.efficiency:.0%}"
     return (
         f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
-        f"{predicted:.4g} s, efficiency {decision.efficiency:.0%}"
+        f"{predicted:.4g} s, {efficiency}"
     )
 
 

@@ -136,6 +136,12 @@ def build_plan_status(
     }
 
 
+def without_efficiency(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Plan ``fields`` with the efficiency unknown: made where no topology tier was detected,
+    every placement looks optimal, so 100% would say nothing."""
+    return {**fields, "efficiency": None, "efficiencyPercent": None}
+
+
 def spares_fields(spares: SpareSet, used: Iterable[str] = ()) -> dict[str, Any] | None:
     """``status.spares``: the spares of a plan, minus the ones a re-placement just ``used``;
     None when the plan keeps none."""

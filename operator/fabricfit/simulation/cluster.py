@@ -67,14 +67,17 @@ class SimCluster:
         return Sample(time, used, max(per_leaf.values(), default=0))
 
 
-def releases(cluster: SimCluster, running: Sequence[Running]) -> Iterator[tuple[float, SimCluster]]:
-    """The cluster at each coming job end, every job ended by then released (lazily, in order).
+def releases(
+    cluster: SimCluster, running: Sequence[Running]
+) -> Iterator[tuple[float, SimCluster, TraceJob]]:
+    """The cluster at each coming job end, every job ended by then released (lazily, in order),
+    with the job that ends then.
 
     One state is updated in place and yielded each time: read it before advancing."""
     later = cluster.copy()
     for end, _, job, pods in sorted(running, key=lambda entry: entry[:2]):
         later.take(pods, job.request.gpus_per_pod, -1)
-        yield end, later
+        yield end, later, job
 
 
 def free_at(cluster: SimCluster, running: Sequence[Running], time: float) -> dict[str, int]:

@@ -18,7 +18,9 @@ and what it is, in the TrainingTopology's own words::
 ``parallelism`` and ``model`` are validated by the CRD's own models (``api.models``), so a trace
 job is exactly a job the operator could place. A job's wall time on a placement is
 ``duration + steps × predicted step communication``: the cost model's communication is counted
-as exposed (none of it overlapped with compute), the same reading ``status.predicted`` has.
+as exposed (none of it overlapped with compute), the same reading ``status.predicted`` has;
+``duration ÷ steps`` is the job's compute per step, which sets the duty cycle of its traffic
+when the replay prices contention.
 Anything wrong is a :class:`TraceError` (a ``ValueError``) naming the job and the field.
 """
 
@@ -115,7 +117,11 @@ def _job(index: int, raw: object) -> TraceJob:
             f"{parallelism.world_size} GPUs"
         )
     request = PlacementRequest(
-        parallelism=parallelism, gpus_per_pod=gpus_per_pod, rank_order=order, model=model
+        parallelism=parallelism,
+        gpus_per_pod=gpus_per_pod,
+        rank_order=order,
+        model=model,
+        compute_seconds_per_step=duration / steps,
     )
     return TraceJob(name=name, arrival=arrival, duration=duration, steps=steps, request=request)
 

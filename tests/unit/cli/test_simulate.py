@@ -158,6 +158,7 @@ def test_bad_flags_and_files_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         ["--nodes", str(tmp_path / "missing.yaml"), "--trace", str(SMALL)],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--placer", "volcano"],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--queue-policy", "lifo"],
+        ["--nodes", str(NODES), "--trace", str(SMALL), "--contention", "maybe"],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--fabric", "dgx-h999"],
         ["--nodes", str(SMALL), "--trace", str(SMALL)],
     ]
@@ -165,3 +166,17 @@ def test_bad_flags_and_files_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         assert exit_code(["simulate", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1, (argv, err)
+
+
+def test_contention_is_on_by_default_and_can_be_turned_off(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    on = simulate(capsys, "--placer", "fabricfit")["placers"]
+    off = simulate(capsys, "--placer", "fabricfit", "--contention", "off")["placers"]
+    assert isinstance(on, dict) and isinstance(off, dict)
+    assert on["fabricfit"]["contention"] is True and off["fabricfit"]["contention"] is False
+    assert off["fabricfit"]["summary"]["contentionGpuSeconds"] == 0.0
+    assert (
+        main(["simulate", "--nodes", str(NODES), "--trace", str(SMALL), "--placer", "spread"]) == 0
+    )
+    assert "; contention on\n" in capsys.readouterr().out

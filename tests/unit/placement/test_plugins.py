@@ -20,6 +20,7 @@ from fabricfit.placement.plugins import (
 from fabricfit.placement.plugins.communication import CommunicationTime
 from fabricfit.placement.plugins.data_locality import DataLocality
 from fabricfit.placement.plugins.fragmentation import Fragmentation
+from fabricfit.placement.plugins.neighbour_impact import NeighbourImpact
 from fabricfit.placement.plugins.pipeline_spread import PipelineSpread
 from fabricfit.placement.plugins.tensor_domain import TensorDomain
 from fabricfit.placement.request import PlacementRequest
@@ -140,3 +141,26 @@ def test_data_locality_does_not_apply_to_a_served_model() -> None:
     assert DataLocality().filter(ctx, split) is not None
     assert DataLocality().filter(served, split) is None
     assert DataLocality().score(served, _evaluated(split)) == 100.0
+
+
+def test_neighbour_impact_scores_the_share_of_its_cost_a_job_pays_itself() -> None:
+    snapshot = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=1)
+    ctx = _ctx(snapshot, Parallelism(tensor=8))  # 8 GPUs
+    plugin = NeighbourImpact()
+    slots = _slots(ctx, ["n000"])
+    quiet = Evaluated(slots=slots, ranks=(), predicted=StepTimes(0.5, {"data": 0.5}))
+    # own: 8 GPUs x 0.5 s = 4 GPU-s; the running jobs lose 4 GPU-s more: half of the total
+    costly = Evaluated(
+        slots=slots,
+        ranks=(),
+        predicted=StepTimes(
+            0.5,
+            {"data": 0.5},
+            neighbour_slowdown_seconds=0.0,
+            slowdown_added_to_others_seconds=0.2,
+            added_to_others_gpu_seconds=4.0,
+        ),
+    )
+    assert plugin.score(ctx, quiet) == 100.0 and plugin.explain(ctx, quiet) is None
+    assert plugin.score(ctx, costly) == pytest.approx(50.0)
+    assert "slows the running jobs" in (plugin.explain(ctx, costly) or "")

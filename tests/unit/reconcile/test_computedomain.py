@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from devcluster import fakenodes
 from fabricfit.kube.rest import ApiError, path_for
 from fabricfit.reconcile import podevents, service
 from fabricfit.reconcile.inventory import slim_node
+from fabricfit_dev.cluster import fakenodes
 from unit.reconcile.world import JOB_PATH, NAME, NS, World, job, topology
 
 DISCOVERY = "/apis/resource.nvidia.com/v1beta1"

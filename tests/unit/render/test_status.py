@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devcluster import fakenodes
 from fabricfit.api.models import Parallelism, TrainingTopologySpec
 from fabricfit.api.status import MAX_REASONS, TrainingTopologyStatus
 from fabricfit.fabric.profiles import get_profile
@@ -30,6 +29,7 @@ from fabricfit.render.status import (
     spares_fields,
     timestamp,
 )
+from fabricfit_dev.cluster import fakenodes
 
 SPEC = TrainingTopologySpec.model_validate(
     {

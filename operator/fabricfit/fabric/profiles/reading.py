@@ -65,8 +65,13 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "launch_us_per_channel": (0.0, 100.0),
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
+        "scaleout_decay": (0.0, 4.0),
         "p2p_fill_chunks": (0.0, 1_000.0),
         "net_plugin_latency_us": (0.0, 10_000.0),
+        "gpu_peak_tflops": (0.0, 1_000_000.0),
+        "mfu": (0.01, 1.0),
+        "nic_sharing_efficiency": (0.05, 1.0),
+        "fabric_sharing_efficiency": (0.05, 1.0),
     }
 )
 # Optional integer fields, as above.
