@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The slowest tests are printed after every suite run, so CI output shows where the time goes.
 DURATIONS := --durations=30
 
-.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy docs docs-ref docs-serve tools image image-if-root clean
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue bench-serving crd deploy docs docs-ref docs-serve tools image image-if-root clean
 
 venv: $(STAMP)
 
@@ -96,6 +96,12 @@ bench-scale: venv cluster-build
 # two cores). Options with KUEUE_ARGS, e.g. make bench-kueue KUEUE_ARGS="--fabrics dgx-h100".
 bench-kueue: venv cluster-build
 	$(BIN)/python benchmarks/kueue_side_by_side.py $(KUEUE_ARGS)
+
+# Served models: fabricfit against the Kueue BestFit emulation (seconds), then against real Kueue
+# TAS with LeaderWorkerSets on kwok clusters (a few minutes).
+bench-serving: venv cluster-build
+	$(BIN)/python benchmarks/serving.py
+	PYTHONPATH=hack $(BIN)/python benchmarks/serving_kueue.py $(SERVING_ARGS)
 
 # The files generated from the models and the registries (label schemes, workload kinds): the
 # CRD, and the chart's copy of it, its workload-kind RBAC rules and its label-scheme enum.

@@ -44,6 +44,9 @@ EXPORTED_NAMES: tuple[str, ...] = (
     "fabricfit_tensor_groups_crossing_nvlink_domain",
     "fabricfit_data_groups_crossing_rail_group",
     "fabricfit_step_spine_crossing_bytes",
+    "fabricfit_predicted_decode_token_comm_seconds",
+    "fabricfit_predicted_prefill_comm_seconds",
+    "fabricfit_predicted_kv_transfer_seconds",
     "fabricfit_schedulable_gpus",
     "fabricfit_free_gpus",
     "fabricfit_nodes_without_topology",
@@ -141,6 +144,22 @@ class OperatorMetrics:
         self.spine_bytes = self._gauge(
             "fabricfit_step_spine_crossing_bytes",
             "Bytes one training step sends across the spine (above the leaf switches).",
+            JOB,
+        )
+        self.decode_token = self._gauge(
+            "fabricfit_predicted_decode_token_comm_seconds",
+            "Served models: predicted communication of one decode step (per output token).",
+            JOB,
+        )
+        self.prefill = self._gauge(
+            "fabricfit_predicted_prefill_comm_seconds",
+            "Served models: predicted communication of one prefill.",
+            JOB,
+        )
+        self.kv_transfer = self._gauge(
+            "fabricfit_predicted_kv_transfer_seconds",
+            "Disaggregated serving: predicted KV-cache transfer of one request to or from the "
+            "paired TrainingTopology (on the side planned second).",
             JOB,
         )
 
@@ -248,6 +267,9 @@ class OperatorMetrics:
             self.predicted.labels(*job, dim).set(float(by_dimension.get(dim) or 0.0))
         _set_or_remove(self.lower_bound, job, status.get("lowerBoundSeconds"))
         _set_or_remove(self.efficiency, job, status.get("efficiency"))
+        _set_or_remove(self.decode_token, job, predicted.get("decodeTokenCommSeconds"))
+        _set_or_remove(self.prefill, job, predicted.get("prefillCommSeconds"))
+        _set_or_remove(self.kv_transfer, job, predicted.get("kvTransferSeconds"))
 
     def set_quality(
         self, job: tuple[str, str], quality: PlanQuality | None, groups: Mapping[str, int]
@@ -282,6 +304,9 @@ class OperatorMetrics:
             self.tp_crossing,
             self.dp_crossing,
             self.spine_bytes,
+            self.decode_token,
+            self.prefill,
+            self.kv_transfer,
         )
 
     def jobs(self) -> set[tuple[str, str]]:

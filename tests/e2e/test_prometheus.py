@@ -31,7 +31,14 @@ import yaml
 
 from fabricfit_dev.chart import dashboard, one, render
 from fabricfit_dev.cluster.processes import free_port
-from fabricfit_dev.e2e.objects import TT, indexed_job, make_pool, topology, wait_condition
+from fabricfit_dev.e2e.objects import (
+    POOL_LABEL,
+    TT,
+    indexed_job,
+    make_pool,
+    topology,
+    wait_condition,
+)
 from fabricfit_dev.e2e.servicemonitor import scrape_configs
 from fabricfit_dev.operator import OperatorProcess
 from fabricfit_dev.waiting import wait_for
@@ -222,7 +229,7 @@ def test_prometheus_scrapes_the_placement_efficiency(
     )
     assert [s["metric"]["namespace"] for s in renamed] == [service["namespace"]]
     assert monitor_job.startswith(f"serviceMonitor/{service['namespace']}/")
-    assert_every_dashboard_query_returns_data(prometheus, namespace, "scraped")
+    assert_every_dashboard_query_returns_data(prometheus, namespace, "scraped", skip=SERVING)
 
     by_dimension = {
         s["metric"]["dimension"]: float(s["value"][1])
@@ -264,14 +271,70 @@ def test_prometheus_scrapes_the_placement_efficiency(
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
+    # The Serving row: a disaggregated pair on Deployments, the decode side planned second.
+    from kubernetes import client
+
+    make_pool(core, "promserve", rail_groups_per_spine=1, nodes_per_rail_group=2)
+    apps = client.AppsV1Api(custom.api_client)
+    for name, role, partner in (("pre", "prefill", "dec"), ("dec", "decode", "pre")):
+        apps.create_namespaced_deployment(namespace, serving_deployment(name, "promserve"))
+        body = serving_topology(name, role, partner)
+        custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], body)
+        wait_condition(custom, namespace, name, "Planned", "True", timeout=120)
+    assert_every_dashboard_query_returns_data(prometheus, namespace, "pre|dec", only=SERVING)
+
 
 # Panels whose empty result is the healthy state (no handler raised).
 MAY_BE_EMPTY = ("fabricfit_reconcile_errors_total",)
+#: The Serving row's metrics: a training job has none of them.
+SERVING = (
+    "fabricfit_predicted_decode_token_comm_seconds",
+    "fabricfit_predicted_prefill_comm_seconds",
+    "fabricfit_predicted_kv_transfer_seconds",
+)
 
 
-def assert_every_dashboard_query_returns_data(url: str, namespace: str, name: str) -> None:
+def serving_deployment(name: str, pool: str) -> dict[str, Any]:
+    """One gated TP8 replica on one node of ``pool``."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "schedulingGates": [{"name": "fabricfit.dev/placement"}],
+                    "nodeSelector": {POOL_LABEL: pool},
+                    "containers": [{"name": "serve", "image": "example.invalid/serve:1",
+                                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+                },
+            },
+        },
+    }  # fmt: skip
+
+
+def serving_topology(name: str, role: str, partner: str) -> dict[str, Any]:
+    body = topology(name, name, {"tensor": 8})
+    body["spec"]["workloadRef"] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+    body["spec"]["serving"] = {"role": role, "decodeBatch": 32, "promptTokens": 1024,
+                               "pairedWith": partner}  # fmt: skip
+    return body
+
+
+def assert_every_dashboard_query_returns_data(
+    url: str,
+    namespace: str,
+    name: str,
+    *,
+    skip: tuple[str, ...] = (),
+    only: tuple[str, ...] = (),
+) -> None:
     """Each query of the chart's dashboard, with the variables set to the placed job, returns at
-    least one series from the real Prometheus (only error panels may show nothing)."""
+    least one series from the real Prometheus (only error panels may show nothing); queries of
+    the ``skip`` metrics are left out, and with ``only`` every other query is."""
     board = dashboard(render())
     variables = {
         "$__rate_interval": "1m",
@@ -285,11 +348,15 @@ def assert_every_dashboard_query_returns_data(url: str, namespace: str, name: st
             expr = target["expr"]
             for variable, value in variables.items():
                 expr = expr.replace(variable, value)
-            if any(metric in expr for metric in MAY_BE_EMPTY):
+            if any(metric in expr for metric in (*MAY_BE_EMPTY, *skip)):
+                continue
+            if only and not any(metric in expr for metric in only):
                 continue
             if not wait_for(lambda e=expr: query(url, e) or None, timeout_seconds=30, what=expr):
                 empty.append(f"{panel['title']}: {expr}")
     assert empty == []
+    if only:
+        return
     for variable in board["templating"]["list"]:
         if variable["type"] == "query":
             metric = variable["query"]["query"].split("(", 1)[1].split(",", 1)[0].split("{")[0]

@@ -412,3 +412,20 @@ def test_run_metrics_port_flag(port: str, ok: bool) -> None:
     with pytest.raises(UsageError) as err:
         execute(args)  # stops at flag validation, before kopf starts
     assert ("--metrics-port" in str(err.value)) is not ok
+
+
+def test_a_served_models_phases_are_gauges_and_a_training_job_has_none() -> None:
+    metrics = filled_metrics()
+    assert names_of(metrics, "fabricfit_predicted_decode_token_comm_seconds") == []
+    served = {**STATUS, "predicted": {**STATUS["predicted"], "decodeTokenCommSeconds": 0.004,
+                                      "kvTransferSeconds": 0.002}}  # fmt: skip
+    metrics.set_job(JOB, served)
+    labels = {"namespace": "team-a", "name": "llama"}
+    assert value(metrics, "fabricfit_predicted_decode_token_comm_seconds", **labels) == 0.004
+    assert value(metrics, "fabricfit_predicted_kv_transfer_seconds", **labels) == 0.002
+    assert names_of(metrics, "fabricfit_predicted_prefill_comm_seconds") == []  # a decode side
+    metrics.set_job(JOB, STATUS)  # the spec went back to training: the series go
+    assert names_of(metrics, "fabricfit_predicted_decode_token_comm_seconds") == []
+    metrics.set_job(JOB, served)
+    metrics.forget_job(JOB)
+    assert names_of(metrics, "fabricfit_predicted_kv_transfer_seconds") == []

@@ -27,6 +27,8 @@ class ConditionType(StrEnum):
     TOPOLOGY_DETECTED = "TopologyDetected"
     # Multi-node NVLink (GB200 NVL72): the job's ComputeDomain and its pods' channel claim.
     COMPUTE_DOMAIN = "ComputeDomain"
+    # Serving with latency targets: whether the plan's communication alone exceeds one.
+    LATENCY_TARGET = "LatencyTarget"
 
 
 class Severity(StrEnum):
@@ -43,6 +45,7 @@ _PLACED = ConditionType.PLACED
 _DEGRADED = ConditionType.DEGRADED
 _TOPOLOGY = ConditionType.TOPOLOGY_DETECTED
 _DOMAIN = ConditionType.COMPUTE_DOMAIN
+_LATENCY = ConditionType.LATENCY_TARGET
 
 
 class Reason(StrEnum):
@@ -112,6 +115,9 @@ class Reason(StrEnum):
     COMPUTE_DOMAIN_REFUSED = ("ComputeDomainRefused", _DOMAIN, "False", _WARN)
     CHANNEL_CLAIM_MISSING = ("ChannelClaimMissing", _DOMAIN, "False", _WARN)
     CHANNEL_NODE_SHARED = ("ChannelNodeShared", _DOMAIN, "False", _WARN)
+    # LatencyTarget: set only for serving specs with targets the role's phases meet or exceed
+    COMMUNICATION_WITHIN_TARGET = ("CommunicationWithinTarget", _LATENCY, "True", _NORMAL)
+    COMMUNICATION_EXCEEDS_TARGET = ("CommunicationExceedsTarget", _LATENCY, "False", _WARN)
 
 
 #: Reasons of ``Planned=False`` that mean "fix the spec" (summary Invalid); any other reason

@@ -76,5 +76,10 @@ LWS_WORKER_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/worker-index"
 JOBSET_REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 KUBEFLOW_REPLICA_TYPE_LABEL: Final = "training.kubeflow.org/replica-type"
 LWS_GROUP_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/group-index"
+# A StatefulSet pod's ordinal (the PodIndexLabel feature: beta and on since Kubernetes 1.28,
+# GA in 1.32; k8s.io/api@v0.36.0 apps/v1/types.go:32).
+STATEFULSET_POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
+# The index fabricfit gives a Deployment's pod when it pins it (a Deployment has none of its own).
+POD_INDEX_LABEL: Final = "fabricfit.dev/pod-index"
 
 DEFAULT_RANK_ORDER: Final = "tp-cp-ep-dp-pp"

@@ -13,18 +13,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from fabricfit.api.base import SpecModel
 from fabricfit.api.constants import DEFAULT_RANK_ORDER
 from fabricfit.api.rules import (
     MODEL_SHAPE_RULES,
@@ -32,12 +23,16 @@ from fabricfit.api.rules import (
     SPEC_RULES,
     WORKLOAD_REF_RULES,
 )
+from fabricfit.api.serving import ServingSpec
 
 MAX_PARALLELISM = 65536
 MAX_GPUS_PER_POD = 64
 # Far above any real node (time-sliced GPUs advertise replicas × GPUs), low enough to catch
 # "8k" or "8Gi" typos in a node's capacity; a plan never holds more on one node.
 MAX_GPUS_PER_NODE = 4096
+MAX_HEADS = 65_536
+MAX_HEAD_DIM = 65_536
+DEFAULT_HEAD_DIM = 128
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RANK_ORDER_PATTERN = r"^(tp|cp|ep|dp|pp)(-(tp|cp|ep|dp|pp)){4}$"
 # A DNS subdomain (RFC 1123) or the empty string (the default of workloadRef.name).
@@ -50,27 +45,6 @@ KIND_PATTERN = r"^[A-Z][A-Za-z0-9]*$"
 LabelValue = Annotated[
     str, StringConstraints(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
-
-
-class SpecModel(BaseModel):
-    """Base for spec models: camelCase aliases, frozen, unknown fields rejected, and integers
-    that are integers: a string ("8") or a boolean is refused as the API server refuses it
-    (pydantic's lax mode would coerce them; 8.0 stays accepted, as the API server accepts it)."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="forbid",
-    )
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _integers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        field = cls.model_fields.get(info.field_name or "")
-        if field is not None and field.annotation is int and isinstance(value, bool | str):
-            raise PydanticCustomError("int_type", "Input should be a valid integer")
-        return value
 
 
 class WorkloadRef(SpecModel):
@@ -164,9 +138,60 @@ class ModelShape(SpecModel):
     )
     top_k: int = Field(default=0, ge=0, le=1024, description="Experts each token is routed to.")
     zero_stage: int = Field(default=1, ge=0, le=3, description="ZeRO stage (3 = FSDP).")
+    # The attention shape sizes the KV cache a disaggregated deployment moves (serving only).
+    attention_heads: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_HEADS,
+        description="Query heads per layer (default hiddenSize / headDim).",
+    )
+    kv_heads: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_HEADS,
+        description="Key/value heads per layer: fewer than attentionHeads for grouped-query "
+        "attention (default attentionHeads).",
+    )
+    head_dim: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_HEAD_DIM,
+        description="Dimension of one attention head (default hiddenSize / attentionHeads, or "
+        "128 without attentionHeads).",
+    )
+
+    @property
+    def head_dimension(self) -> int:
+        """``headDim``, else hiddenSize / attentionHeads, else 128 (Llama's, Mistral's and
+        Qwen's head size; at most hiddenSize)."""
+        if self.head_dim is not None:
+            return self.head_dim
+        if self.attention_heads is not None:
+            return max(1, self.hidden_size // self.attention_heads)
+        return min(DEFAULT_HEAD_DIM, self.hidden_size)
+
+    @property
+    def key_value_heads(self) -> int:
+        """``kvHeads``, else ``attentionHeads`` (multi-head attention), else
+        hiddenSize / the head dimension."""
+        if self.kv_heads is not None:
+            return self.kv_heads
+        if self.attention_heads is not None:
+            return self.attention_heads
+        return max(1, self.hidden_size // self.head_dimension)
 
 
 MAX_SPARE_NODES_PER_DOMAIN = 1024
+#: Model fields only a training step reads (a serving spec leaves them out of ``defaulted``).
+TRAINING_ONLY_FIELDS = (
+    "parameters",
+    "sequence_length",
+    "micro_batch_size",
+    "micro_batches",
+    "zero_stage",
+)
+#: Model fields only serving reads, absent (None) unless given.
+SERVING_ONLY_FIELDS = ("attention_heads", "kv_heads", "head_dim")
 
 
 class SparePolicy(SpecModel):
@@ -271,6 +296,11 @@ class TrainingTopologySpec(SpecModel):
         default_factory=PlacementPolicy,
         description="How the plan is applied and which locality goals are hard requirements.",
     )
+    serving: ServingSpec | None = Field(
+        default=None,
+        description="Set for a model served for inference: priced per token, not per training "
+        "step (see docs/concepts/serving.md).",
+    )
 
     @model_validator(mode="after")
     def _check_rank_order(self) -> TrainingTopologySpec:
@@ -286,16 +316,29 @@ class TrainingTopologySpec(SpecModel):
     def defaulted(self) -> dict[str, Any]:
         """The fields that size the job's traffic but the spec leaves out, by CRD name, with
         the values assumed for them: ``gpusPerPod`` (when no workload settled it), ``model``
-        (a whole default model) or each ``model.*`` field not given."""
+        (a whole default model) or each ``model.*`` field not given. A training spec's model
+        fields are those a step reads; a serving spec's those a token reads, the attention
+        shape (``kvHeads``, ``headDim``) with the values it resolves to."""
         found: dict[str, Any] = {}
         if "gpus_per_pod" not in self.model_fields_set:
             found["gpusPerPod"] = self.gpus_per_pod
-        if self.model is None:
-            found["model"] = ModelShape().model_dump(by_alias=True)
-            return found
+        model = self.model if self.model is not None else ModelShape()
+        given = self.model.model_fields_set if self.model is not None else set()
+        skipped = TRAINING_ONLY_FIELDS if self.serving is not None else SERVING_ONLY_FIELDS
+        assumed: dict[str, Any] = {}
         for name, field in ModelShape.model_fields.items():
-            if name not in self.model.model_fields_set:
-                found[f"model.{field.alias or name}"] = getattr(self.model, name)
+            if name not in given and name not in skipped and name != "attention_heads":
+                assumed[field.alias or name] = getattr(model, name)
+        if self.serving is not None:  # the attention shape the KV cache is sized with
+            assumed.pop("kvHeads", None), assumed.pop("headDim", None)
+            if "kv_heads" not in given:
+                assumed["kvHeads"] = model.key_value_heads
+            if not {"head_dim", "attention_heads"} & given:
+                assumed["headDim"] = model.head_dimension
+        if self.model is None:
+            found["model"] = assumed
+            return found
+        found.update({f"model.{name}": value for name, value in assumed.items()})
         return found
 
     @property

@@ -1,7 +1,8 @@
 """CEL rules (``x-kubernetes-validations``) for the TrainingTopology spec's cross-field checks.
 
 The API server evaluates these after defaulting, so fields with a schema default are always
-present; optional fields without one (``model``, ``podSelector``, ``indexLabel``) are guarded
+present; optional fields without one (``model``, ``serving``, ``podSelector``, ``indexLabel``,
+the attention shape) are guarded
 with ``has()``. Each rule is attached to the smallest object that holds every field it reads
 (``models.py`` does that through ``json_schema_extra``), which keeps messages local and the
 estimated cost tiny: every rule is O(1) except the ``workloadRef`` immutability rule, whose
@@ -28,6 +29,7 @@ from pydantic import JsonValue
 
 if TYPE_CHECKING:
     from fabricfit.api.models import ModelShape, TrainingTopologySpec, WorkloadRef
+    from fabricfit.api.serving import ServingSpec, ServingTargets
 
 #: Most pods one workload may have: ``status.pods`` and ``status.reservation`` must fit in one
 #: etcd object (~1.5 MiB), and 4096 pods of 8 GPUs is already a 32,768-GPU job.
@@ -78,6 +80,14 @@ def _on_ref(check: Callable[[WorkloadRef], bool]) -> Check:
 
 def _on_model(check: Callable[[ModelShape], bool]) -> Check:
     return lambda spec: spec.model is None or check(spec.model)
+
+
+def _on_serving(check: Callable[[ServingSpec], bool]) -> Check:
+    return lambda spec: spec.serving is None or check(spec.serving)
+
+
+def _on_targets(check: Callable[[ServingTargets], bool]) -> Check:
+    return _on_serving(lambda serving: serving.targets is None or check(serving.targets))
 
 
 def _fits_pod_limit(spec: TrainingTopologySpec) -> bool:
@@ -143,6 +153,59 @@ MODEL_SHAPE = (
         ".topK",
         "FieldValueForbidden",
         _on_model(lambda m: m.experts > 0 or m.top_k == 0),
+    ),
+    Rule(
+        "!has(self.kvHeads) || !has(self.attentionHeads)"
+        " || self.attentionHeads % self.kvHeads == 0",
+        "model.kvHeads must divide model.attentionHeads (grouped-query attention: each"
+        " key/value head serves attentionHeads / kvHeads query heads)",
+        ".kvHeads",
+        holds=_on_model(
+            lambda m: (
+                m.kv_heads is None
+                or m.attention_heads is None
+                or m.attention_heads % m.kv_heads == 0
+            )
+        ),
+    ),
+    Rule(
+        "!has(self.attentionHeads) || has(self.headDim)"
+        " || self.hiddenSize % self.attentionHeads == 0",
+        "model.attentionHeads must divide model.hiddenSize (the head dimension is"
+        " hiddenSize / attentionHeads) unless model.headDim is given",
+        ".attentionHeads",
+        holds=_on_model(
+            lambda m: (
+                m.attention_heads is None
+                or m.head_dim is not None
+                or m.hidden_size % m.attention_heads == 0
+            )
+        ),
+    ),
+)
+
+SERVING = (
+    Rule(
+        "!has(self.pairedWith) || self.role != 'replica'",
+        "serving.pairedWith links the prefill and the decode TrainingTopology of one"
+        " deployment: it needs role prefill or decode",
+        ".pairedWith",
+        "FieldValueForbidden",
+        _on_serving(lambda s: s.paired_with is None or s.role != "replica"),
+    ),
+)
+
+SERVING_TARGETS = (
+    Rule(
+        "has(self.timePerOutputTokenSeconds) || has(self.timeToFirstTokenSeconds)",
+        "serving.targets needs timePerOutputTokenSeconds or timeToFirstTokenSeconds",
+        reason="FieldValueRequired",
+        holds=_on_targets(
+            lambda t: (
+                t.time_per_output_token_seconds is not None
+                or t.time_to_first_token_seconds is not None
+            )
+        ),
     ),
 )
 
@@ -219,13 +282,32 @@ SPEC = (
         ".parallelism.pipeline",
         holds=lambda spec: spec.model is None or spec.model.layers >= spec.parallelism.pipeline,
     ),
+    Rule(
+        "!has(self.serving) || self.parallelism.context == 1",
+        "serving does not model context parallelism: parallelism.context must be 1 with"
+        " spec.serving",
+        ".parallelism.context",
+        holds=lambda spec: spec.serving is None or spec.parallelism.context == 1,
+    ),
+    Rule(
+        "!has(self.serving) || self.parallelism.pipeline == 1 || self.rankOrder.endsWith('dp')",
+        "with spec.serving and pipeline parallelism, rankOrder must end with dp (e.g."
+        " tp-cp-ep-pp-dp): each replica's ranks must be consecutive, one LeaderWorkerSet group"
+        " per replica",
+        ".rankOrder",
+        holds=lambda spec: (
+            spec.serving is None or spec.parallelism.pipeline == 1 or spec.rank_order.endswith("dp")
+        ),
+    ),
 )
 
 WORKLOAD_REF_RULES = validations(*WORKLOAD_REF)
 PARALLELISM_RULES = validations(*PARALLELISM)
 MODEL_SHAPE_RULES = validations(*MODEL_SHAPE)
 SPEC_RULES = validations(*SPEC)
-ALL_RULES = (*SPEC, *WORKLOAD_REF, *PARALLELISM, *MODEL_SHAPE)
+SERVING_RULES = validations(*SERVING)
+SERVING_TARGET_RULES = validations(*SERVING_TARGETS)
+ALL_RULES = (*SPEC, *WORKLOAD_REF, *PARALLELISM, *MODEL_SHAPE, *SERVING, *SERVING_TARGETS)
 
 
 def violations(spec: TrainingTopologySpec, *, require_workload: bool = True) -> list[str]:

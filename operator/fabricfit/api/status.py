@@ -77,7 +77,7 @@ class Condition(StatusModel):
     type: str = Field(
         max_length=316,
         pattern=CONDITION_TYPE_PATTERN,
-        description="Planned, Placed, Degraded, TopologyDetected or ComputeDomain.",
+        description="Planned, Placed, Degraded, TopologyDetected, ComputeDomain or LatencyTarget.",
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
@@ -143,7 +143,22 @@ class Prediction(StatusModel):
     """The cost model's prediction for the chosen placement, and the plan's fabric facts."""
 
     step_comm_seconds: float = Field(
-        ge=0, le=MAX_SECONDS, description="Communication seconds per training step."
+        ge=0,
+        le=MAX_SECONDS,
+        description="Communication seconds per training step (serving: on the path to a first "
+        "token, the sum of the three phases below that the role runs).",
+    )
+    decode_token_comm_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_SECONDS, description="Serving: one decode step (per token)."
+    )
+    prefill_comm_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_SECONDS, description="Serving: one prefill."
+    )
+    kv_transfer_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SECONDS,
+        description="Serving: a request's KV cache to or from the pairedWith partner's plan.",
     )
     by_dimension: DimensionSeconds = Field(
         default_factory=DimensionSeconds, description="Seconds per parallelism dimension."
@@ -245,7 +260,7 @@ class TrainingTopologyStatus(StatusModel):
         default=(),
         max_length=MAX_CONDITIONS,
         json_schema_extra=_map_list("type"),
-        description="Planned, Placed, Degraded, TopologyDetected and ComputeDomain.",
+        description="Planned, Placed, Degraded, TopologyDetected, ComputeDomain, LatencyTarget.",
     )
     summary: Summary = Field(
         default="Pending", description="Pending, Planned, Placed, Degraded, Invalid or Waiting."

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,10 @@ from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
 from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.cli.output import add_output_arguments, emit, output_format
+from fabricfit.cli.pairing import Paired, add_pairing_argument, read_paired
 from fabricfit.cli.progress import Progress
 from fabricfit.cli.running import KIND, Running, key_of, running_jobs
+from fabricfit.cli.serving import serving_json, serving_lines
 from fabricfit.fabric.detection import Detection, describe, detect_tiers, flat_warning
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
@@ -73,6 +76,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="TT.yaml",
         help="a TrainingTopology object (or its bare spec), and the workload it names",
     )
+    add_pairing_argument(parser)
     parser.add_argument(
         "--running",
         metavar="TTS.yaml",
@@ -187,6 +191,7 @@ class Planned:
     allocation: dict[str, Any] | None
     profile: FabricProfile
     running: Running | None = None
+    paired: Paired | None = None
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -212,6 +217,9 @@ def execute(args: argparse.Namespace) -> int:
             body["efficiency"] = None  # a flat fabric makes every placement look optimal
         if planned.allocation is not None:
             body["gpu_allocation"] = planned.allocation
+        if planned.spec.serving is not None:
+            body["serving"] = serving_json(planned.spec, decision)
+            body["paired"] = planned.paired.to_json_dict() if planned.paired else None
         if planned.running is not None:
             body["running"] = planned.running.to_json_dict()
         emit(body, fmt, indent=1, sort_keys=False)
@@ -225,6 +233,8 @@ def execute(args: argparse.Namespace) -> int:
         if planned.allocation is not None:
             print(f"GPUs: {planned.allocation['message']}")
         if (line := need_line(span)) is not None:
+            print(line)
+        for line in serving_lines(planned.spec, decision, planned.paired):
             print(line)
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
 
@@ -254,18 +264,25 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
     )
     profile, why = _choose_fabric(args, spec, snapshot)
     running = _running(args, topology_objects, snapshot, profile)
+    request, paired = admission.request, None
+    if args.paired:
+        progress.update(phase="reading the paired TrainingTopology")
+        paired = read_paired(args.paired, spec, snapshot, profile, pods)
+        request = replace(request, partner=paired.partner)
     neighbours = running.neighbours if running is not None else None
     # the running jobs' GPUs are held: by their pods when the pods dump is given, else here
-    held = running.held if running is not None and not args.pods else {}
+    held = dict(running.held) if running is not None and not args.pods else {}
+    if paired is not None:
+        held = dict(Counter(held) + Counter(paired.reservations))
     progress.update(phase=f"placing {spec.world_size:,} ranks on {profile.name}")
     try:
         decision = plan_placement(
-            snapshot, admission.request, profile, reservations=held, neighbours=neighbours
+            snapshot, request, profile, reservations=held, neighbours=neighbours
         )
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
     allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
-    return Planned(decision, snapshot, spec, why, allocation, profile, running)
+    return Planned(decision, snapshot, spec, why, allocation, profile, running, paired)
 
 
 def _defaults_line(defaulted: dict[str, Any]) -> str:

@@ -50,7 +50,14 @@ from fabricfit.cost.volumes import DIMENSIONS, Call, StepCommEstimate, step_call
 from fabricfit.fabric.profiles import FabricProfile, TorusSpec
 from fabricfit.fabric.topology import NodeInfo
 
-__all__ = ["Hardware", "hardware_of", "step_lower_bound"]
+__all__ = [
+    "BoundJob",
+    "Hardware",
+    "calls_lower_bound",
+    "hardware_of",
+    "step_lower_bound",
+    "transfer_lower_bound",
+]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -172,6 +179,12 @@ def _pair_shapes(chain: _Group, hardware: Hardware) -> tuple[GroupShape, ...]:
     return (_PAIR_LEAF,)
 
 
+def transfer_lower_bound(calls: Sequence[Call], profile: FabricProfile) -> float:
+    """Best time of point-to-point ``calls`` between two ranks anywhere: the cheapest pair
+    shape for each call (two GPUs of one node, of one NVLink domain, one leaf hop apart)."""
+    return _best_seconds(calls, (_PAIR_SAME_NODE, _PAIR_SAME_DOMAIN, _PAIR_LEAF), profile)
+
+
 def _best_seconds(
     calls: Sequence[Call], shapes: Iterable[GroupShape], profile: FabricProfile
 ) -> float:
@@ -225,12 +238,35 @@ def step_lower_bound(
     """Best step communication any placement of this job could reach: ``groups`` are the rank
     groups of each dimension (pod k holds ranks ``k·gpus_per_pod …``); ``hardware`` the
     largest node/domain of the cluster (default: the profile's)."""
+    job = BoundJob(parallelism.world_size, gpus_per_pod, groups)
+    return calls_lower_bound(step_calls(parallelism, model), job, profile, hardware=hardware)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundJob:
+    """What the bound reads of a job besides its calls: its size, pod size and groups."""
+
+    world_size: int
+    gpus_per_pod: int
+    groups: Mapping[str, Sequence[Sequence[int]]]
+
+
+def calls_lower_bound(
+    calls: Mapping[str, Sequence[Call]],
+    job: BoundJob,
+    profile: FabricProfile,
+    *,
+    hardware: Hardware | None = None,
+) -> StepCommEstimate:
+    """Best time of ``calls`` (per dimension, what each group issues: a training step's, a
+    served token's in :mod:`fabricfit.cost.serving`) on any placement of ``job``."""
     hardware = hardware or profile_hardware(profile)
-    calls = step_calls(parallelism, model)
+    gpus_per_pod, groups = job.gpus_per_pod, job.groups
     by_dimension: dict[str, float] = {}
     for dim in DIMENSIONS:
         first = next((g for g in groups.get(dim, ()) if len(g) > 1), None)
-        if not calls[dim] or first is None:
+        issued = calls.get(dim, ())
+        if not issued or first is None:
             by_dimension[dim] = 0.0
             continue
         group = _group_of(first, max(1, gpus_per_pod), hardware)
@@ -241,5 +277,5 @@ def step_lower_bound(
             shapes = _torus_shapes(group, hardware, profile.torus)
         else:
             shapes = _shapes(group, hardware)
-        by_dimension[dim] = _best_seconds(calls[dim], shapes, profile)
+        by_dimension[dim] = _best_seconds(issued, shapes, profile)
     return StepCommEstimate(by_dimension, sum(by_dimension.values()), 0.0)

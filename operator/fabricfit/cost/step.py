@@ -34,7 +34,7 @@ from fabricfit.cost.volumes import DIMENSIONS, Call, StepCommEstimate, step_call
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import GpuSlot
 
-__all__ = ["StepCommEstimate", "estimate_step", "step_lower_bound"]
+__all__ = ["StepCommEstimate", "estimate_calls", "estimate_step", "step_lower_bound"]
 
 RankGroups = Sequence[Sequence[int]]
 
@@ -47,18 +47,28 @@ def estimate_step(
     profile: FabricProfile,
 ) -> StepCommEstimate:
     """Predicted communication seconds per step for this placement (see module docstring)."""
-    calls = step_calls(parallelism, model)
+    return estimate_calls(step_calls(parallelism, model), groups, slots, profile)
+
+
+def estimate_calls(
+    calls: Mapping[str, Sequence[Call]],
+    groups: Mapping[str, RankGroups],
+    slots: Sequence[GpuSlot],
+    profile: FabricProfile,
+) -> StepCommEstimate:
+    """Seconds of ``calls`` (per dimension, what each group issues) on this placement: a
+    training step's (:func:`estimate_step`) or a served token's (:mod:`fabricfit.cost.serving`)."""
     by_dimension: dict[str, float] = {}
     spine_bytes = 0.0
     for dim in DIMENSIONS:
-        rank_groups = groups.get(dim, ())
-        if not calls[dim] or not rank_groups:
+        rank_groups, issued = groups.get(dim, ()), calls.get(dim, ())
+        if not issued or not rank_groups:
             by_dimension[dim] = 0.0
             continue
         if dim == "pipeline":
-            secs, crossing = _pipeline(calls[dim], rank_groups, slots, profile)
+            secs, crossing = pair_transfers(issued, rank_groups, slots, profile)
         else:
-            secs, crossing = _collective_dimension(calls[dim], rank_groups, slots, profile)
+            secs, crossing = _collective_dimension(issued, rank_groups, slots, profile)
         by_dimension[dim] = secs
         spine_bytes += crossing
     return StepCommEstimate(by_dimension, sum(by_dimension.values()), spine_bytes)
@@ -123,9 +133,11 @@ def _pair_key(a: GpuSlot, b: GpuSlot) -> tuple[bool, bool, bool, bool]:
     return (False, False, leaf, leaf or a.spine == b.spine)
 
 
-def _pipeline(
+def pair_transfers(
     calls: Sequence[Call], chains: RankGroups, slots: Sequence[GpuSlot], profile: FabricProfile
 ) -> tuple[float, float]:
+    """Seconds and bytes above the leaf of ``calls`` (point-to-point) between consecutive
+    members of every chain, all at once: pipeline stages, or a KV-cache transfer's pairs."""
     users: dict[tuple[str, str, int], int] = {}
     crossing_pairs = 0
     local: set[tuple[bool, bool, bool, bool]] = set()

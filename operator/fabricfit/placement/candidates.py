@@ -52,18 +52,30 @@ class PlanCandidate:
     slots: Assignment
 
 
-def job_blocks(layout: RankLayout, *, keep_units: bool = True) -> tuple[Block, ...]:
-    """Blocks of units of pods, in rank order; ``keep_units=False`` makes every pod its own
+#: The groups that join pods into a block: a training step's bandwidth-heavy collectives. A
+#: served model's replicas never talk, so its blocks are replicas (``placement.serving``).
+TRAINING_BLOCK_KINDS = ("tensor", "context", "expert", "data")
+
+
+def job_blocks(
+    layout: RankLayout,
+    *,
+    keep_units: bool = True,
+    block_kinds: tuple[str, ...] = TRAINING_BLOCK_KINDS,
+    unit_kinds: tuple[str, ...] = ("tensor",),
+) -> tuple[Block, ...]:
+    """Blocks of units of pods, in rank order: pods joined by a group of ``block_kinds`` share
+    a block, by one of ``unit_kinds`` a unit; ``keep_units=False`` makes every pod its own
     unit (tensor groups may then span NVLink domains, for ``tensor: Preferred``)."""
     pods = layout.pods
     unit_parent = list(range(pods))
     block_parent = list(range(pods))
-    for kind in ("tensor", "context", "expert", "data"):
+    for kind in block_kinds:
         for group in layout.groups[kind]:
             first = layout.pod_of(group[0])
             for rank in group[1:]:
                 _union(block_parent, first, layout.pod_of(rank))
-                if kind == "tensor" and keep_units:
+                if kind in unit_kinds and keep_units:
                     _union(unit_parent, first, layout.pod_of(rank))
     units: dict[int, list[int]] = {}
     for pod in range(pods):

@@ -46,12 +46,32 @@ class RankPlacement:
 
 
 @dataclass(frozen=True, slots=True)
+class ServingTimes:
+    """A served model's communication per phase (``fabricfit.cost.serving``); None where the
+    role does not run the phase or no partner's plan prices a KV transfer."""
+
+    decode_token_comm_seconds: float | None = None
+    prefill_comm_seconds: float | None = None
+    kv_transfer_seconds: float | None = None
+
+    def to_json_dict(self) -> dict[str, float | None]:
+        return {
+            "decode_token_comm_seconds": self.decode_token_comm_seconds,
+            "prefill_comm_seconds": self.prefill_comm_seconds,
+            "kv_transfer_seconds": self.kv_transfer_seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class StepTimes:
-    """Per-step communication seconds, total and per parallelism dimension."""
+    """Per-step communication seconds, total and per parallelism dimension; for a served model
+    ``step_comm_seconds`` is its objective (the communication on the path to a first token)
+    and ``serving`` the phases."""
 
     step_comm_seconds: float
     by_dimension: Mapping[str, float] = field(default_factory=_empty_floats)
     spine_bytes_per_step: float = 0.0
+    serving: ServingTimes | None = None
     # Priced against running jobs (placement.neighbours; None when it was not): the seconds per
     # step the links this placement shares cost it (included in the two fields above), the
     # seconds per step it would cost the running jobs, summed over them, and the GPU-seconds
@@ -169,6 +189,8 @@ def _times_json(times: StepTimes | None) -> dict[str, Any] | None:
     if times.neighbour_slowdown_seconds is not None:  # priced next to running jobs
         found["neighbour_slowdown_seconds"] = times.neighbour_slowdown_seconds
         found["slowdown_added_to_others_seconds"] = times.slowdown_added_to_others_seconds
+    if times.serving is not None:  # a training plan's JSON keeps its fields as they were
+        found.update(times.serving.to_json_dict())
     return found
 
 

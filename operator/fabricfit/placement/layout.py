@@ -104,6 +104,13 @@ def build_layout(parallelism: Parallelism, gpus_per_pod: int, rank_order: str) -
     )
 
 
+def groups_over(layout: RankLayout, digits: tuple[str, ...]) -> Groups:
+    """The groups of ranks that differ only in ``digits`` (e.g. ``("tp", "pp")``: the ranks
+    of one serving replica's tensor and pipeline split), members in ascending rank order."""
+    strides = _strides(layout.rank_order, layout.radix)
+    return _groups_varying(digits, layout.rank_order, layout.radix, strides)
+
+
 def _strides(order: tuple[str, ...], radix: Mapping[str, int]) -> dict[str, int]:
     strides: dict[str, int] = {}
     stride = 1

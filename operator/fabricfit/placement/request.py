@@ -19,9 +19,11 @@ from types import MappingProxyType
 from typing import Any
 
 from fabricfit.api.models import ModelShape, Parallelism, TrainingTopologySpec
+from fabricfit.api.serving import ServingSpec
 from fabricfit.fabric.objects import kind_of, shorten
 from fabricfit.fabric.podclaims import claim_names
 from fabricfit.fabric.pods import pod_gpu_request
+from fabricfit.placement.pairing import Partner
 
 DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
@@ -82,6 +84,10 @@ class PlacementRequest:
     # claims, no nvidia.com/gpu request) or None (unknown: no pod template, or it asks for none);
     # a pod can only run on a node whose GPUs come the same way.
     gpu_source: str | None = None
+    # A served model (priced per token, placed per replica) and, for one side of a
+    # disaggregated deployment planned second, where its partner's pods are.
+    serving: ServingSpec | None = None
+    partner: Partner | None = None
     # Seconds one training step computes, when the job declares it (a trace's duration over its
     # steps); None: derived from the model and the fabric's peak FLOP/s (contention.duty).
     compute_seconds_per_step: float | None = None
@@ -118,6 +124,7 @@ def request_from_spec(
         affinity=parse_required_affinity(pod_spec.get("affinity")),
         tolerations=parse_tolerations(pod_spec.get("tolerations")),
         gpu_source=gpu_source(pod_spec),
+        serving=spec.serving,
     )
 
 

@@ -44,7 +44,6 @@ from fabricfit.placement.candidates import (
     Block,
     PlanCandidate,
     generate_candidates,
-    job_blocks,
     job_sub_blocks,
 )
 from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
@@ -60,11 +59,20 @@ from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
 from fabricfit.placement.neighbours import Neighbours, quiet_spines
 from fabricfit.placement.packing import FreeCapacity, free_capacity, packing_loss
+from fabricfit.placement.pairing import replica_pods
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.peers.kueue_bestfit import LEVELS as PEER_LEVELS
-from fabricfit.placement.plugins import DEFAULT_PLUGINS, PlanContext, Plugin
+from fabricfit.placement.plugins import PlanContext, Plugin, plugins_for
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
+from fabricfit.placement.serving import (
+    SpreadGoal,
+    block_ladder,
+    careful_level,
+    paired_candidate,
+    replica_bestfit,
+    spread_candidate,
+)
 from fabricfit.placement.slots import LeafDomain, build_leaf_domains
 from fabricfit.placement.spares import SpareSet, spares_for
 
@@ -81,7 +89,7 @@ class SearchTuning:
     """How the search scores and how far it climbs: the scoring plugins, and the local-move
     evaluations it may spend (None: by job size, ``improve.default_move_budget``)."""
 
-    plugins: Sequence[Plugin] = DEFAULT_PLUGINS
+    plugins: Sequence[Plugin] | None = None  # None: the request's (plugins.plugins_for)
     move_budget: int | None = None
 
 
@@ -95,6 +103,7 @@ class _Problem:
     unit_pods: int
     units_free: int
     rejected: Counter[str]
+    extra: tuple[PlanCandidate, ...] = ()  # a served model's own candidates (``serving``)
 
     @property
     def units_needed(self) -> int:
@@ -113,9 +122,9 @@ def plan_placement(
     """Plan where every pod and rank of ``request`` goes on ``snapshot`` (see module docstring).
 
     ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
-    ``tuning``: the plugins and the local-move budget (default: ``DEFAULT_PLUGINS``, by job
-    size). ``neighbours``: the running jobs' link load; every candidate is then priced next to
-    their traffic (``neighbours``).
+    ``tuning``: the plugins and the local-move budget (default: the request's plugins,
+    ``plugins.plugins_for``, and by job size). ``neighbours``: the running jobs' link load;
+    every candidate is then priced next to their traffic (``neighbours``).
     """
     tuning = tuning if tuning is not None else SearchTuning()
     nodes, rejected = eligible_nodes(snapshot, request, reservations)
@@ -141,19 +150,56 @@ def plan_placement(
     if problem.units_free < problem.units_needed:
         return replace(_no_room(problem, snapshot, request, fabric), spares=spares)
     model = StepModel(snapshot, problem.layout, request, profile, neighbours)
+    extra, goal = _serving_candidates(problem, snapshot, request, nodes)
     ctx = PlanContext(
         request=request,
         layout=problem.layout,
         domains=problem.domains,
         lower_bound=model.lower_bound(),
+        replicas=replica_pods(problem.layout) if request.serving is not None else (),
+        spread_goal=goal,
     )
     census = partial(free_capacity, snapshot, reservations)  # only when candidates tie
     busy = neighbours if neighbours is not None and len(neighbours.load) else None
-    scorer = Scorer(ctx, tuning.plugins, model)
+    plugins = tuning.plugins if tuning.plugins is not None else plugins_for(request)
+    scorer = Scorer(ctx, plugins, model)
     decision = _search(
-        problem, scorer, census, fabric, move_budget=tuning.move_budget, neighbours=busy
+        replace(problem, extra=tuple(extra)),
+        scorer,
+        census,
+        fabric,
+        move_budget=tuning.move_budget,
+        neighbours=busy,
     )
     return replace(decision, spares=spares)
+
+
+def _serving_candidates(
+    problem: _Problem,
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    nodes: Sequence[NodeInfo],
+) -> tuple[list[PlanCandidate], SpreadGoal | None]:
+    """A served model's own candidates (``serving``): Kueue's, replica by replica (a peer:
+    the plan never predicts more), spread, next to the partner."""
+    serving = request.serving
+    if serving is None:
+        return [], None
+    out: list[PlanCandidate] = []
+    level = careful_level(request, nodes)
+    peer = replica_bestfit(problem.blocks, problem.domains, level)
+    if peer is not None:
+        out.append(PlanCandidate(label=f"{PEER_PREFIX}per replica at {level})", slots=peer))
+    goal = None
+    if serving.spread != "None":
+        spread = spread_candidate(problem.blocks, problem.domains, serving.spread)
+        if spread is not None:
+            out.append(spread[0])
+            goal = spread[1]
+    paired = paired_candidate(problem.blocks, problem.domains, snapshot, request, problem.layout)
+    if paired is not None:
+        out.append(paired)
+    return out, goal
 
 
 def _no_room(
@@ -184,16 +230,22 @@ def _prepare(
     reservations: Mapping[str, int],
     spares: SpareSet,
 ) -> _Problem:
-    """Layout, slots on the ``eligible`` nodes (spares left out) and blocks; with ``tensor:
-    Preferred`` a job whose multi-pod tensor groups find no NVLink domain with room falls back
-    to single-pod units."""
+    """Layout, slots on the ``eligible`` nodes (spares left out) and blocks: the first cut of
+    ``serving.block_ladder`` the free slots hold (with ``tensor: Preferred``, a job whose
+    multi-pod tensor groups find no NVLink domain with room falls back to single-pod units; a
+    served model's whole replicas step down to tensor groups first), else the last one."""
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     nodes = _without_spares(eligible, spares, rejected)
     domains = build_leaf_domains(nodes, request.gpus_per_pod, reservations)
-    problem = _problem(layout, domains, job_blocks(layout), rejected)
-    short = problem.units_free < problem.units_needed
-    if short and problem.unit_pods > 1 and not request.tensor_required:
-        return _problem(layout, domains, job_blocks(layout, keep_units=False), rejected)
+    problem: _Problem | None = None
+    for blocks in block_ladder(request, layout, max_domain_gpus(nodes)):
+        cut = _problem(layout, domains, blocks, rejected)
+        if problem is not None and cut.unit_pods == problem.unit_pods:
+            continue  # the same units: nothing new to try
+        problem = cut
+        if problem.units_free >= problem.units_needed:
+            break
+    assert problem is not None  # the ladder yields at least one cut
     return problem
 
 
@@ -237,12 +289,14 @@ def _search(
     move_budget: int | None,
     neighbours: Neighbours | None,
 ) -> PlacementDecision:
-    """Score every candidate, hill-climb the best, build the decision."""
+    """Score every candidate (a served model's own too), hill-climb the best, build the
+    decision."""
     sub_blocks = job_sub_blocks(problem.layout)
     candidates = list(generate_candidates(problem.blocks, problem.domains, sub_blocks))
     if neighbours is not None:
         candidates.extend(_quiet_candidates(problem, neighbours, candidates, sub_blocks))
     candidates.extend(_peer_candidates(problem))
+    candidates.extend(problem.extra)
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
     if not scored:

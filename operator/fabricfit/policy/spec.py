@@ -212,6 +212,12 @@ def workload_problems(
     if kind is None:
         listed = suggestion(ref.kind, KINDS) or f" (supported: {', '.join(KINDS)})"
         return (f"workload kind {ref.kind} is not supported{listed}",)
+    if spec.placement.mode == "admission-check" and not kind.admitted_as_workload:
+        return (
+            f"placement.mode admission-check is not available for a {ref.kind}: Kueue admits "
+            "its pods through its pod integration, which fabricfit's AdmissionCheck does not "
+            "follow (use pinned)",
+        )
     if workload is None or kind.selects_pods:
         return ()
     if not pod_templates(ref.kind, workload):
@@ -222,7 +228,19 @@ def workload_problems(
             f"{ref.kind} {ref.name} runs {expected} pods but the spec needs {spec.pods} "
             f"(world size {spec.world_size} / gpusPerPod {spec.gpus_per_pod})",
         )
+    group = kind.group_pods(workload)
+    replica = _replica_pods(spec)
+    if spec.serving is not None and group is not None and group != replica:
+        return (
+            f"{ref.kind} {ref.name} groups {group} pods but a replica spans {replica} "
+            f"(tensor·pipeline·expert / gpusPerPod): each group must hold one replica",
+        )
     return ()
+
+
+def _replica_pods(spec: TrainingTopologySpec) -> int:
+    p = spec.parallelism
+    return -(-(p.tensor * p.pipeline * p.expert * p.context) // spec.gpus_per_pod)
 
 
 def choose_fabric(

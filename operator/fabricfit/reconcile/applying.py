@@ -66,6 +66,7 @@ from fabricfit.workloads import (
     pod_templates,
     template_pod_count,
 )
+from fabricfit.workloads.deployment import assign_indices
 
 
 @dataclass(frozen=True)
@@ -289,12 +290,25 @@ def bound_pods(target: Target) -> dict[int, str]:
 async def pin_pods(
     rest: Rest, target: Target, plan: Sequence[str], snapshot: ClusterSnapshot
 ) -> Applied:
-    """Pin every gated pod to its planned node; report pods whose planned node is unusable."""
+    """Pin every gated pod to its planned node; report pods whose planned node is unusable.
+
+    For a kind whose pods carry no index (a Deployment) a pod gets the next free one in the
+    pin patch itself (``workloads.deployment``). The choice depends only on the pods' creation
+    order and the indices their labels show, so a pod the watch still shows unpinned gets the
+    same index again (and the patch, guarded by its resourceVersion, fails harmlessly)."""
     result = Applied()
+    kind = kind_named(target.ref.kind)
+    assigned: dict[str, int] = {}
+    if kind is not None and kind.assigns_index:
+        assigned = assign_indices(target.pods, len(plan))
     for pod in target.pods:
         if not is_gated(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue
+        uid = str((pod.get("metadata") or {}).get("uid") or (pod.get("metadata") or {}).get("name"))
         index = pod_index_of(target, pod)
+        labels = None
+        if index is None and uid in assigned and kind is not None and kind.index_label:
+            index, labels = assigned[uid], {kind.index_label: str(assigned[uid])}
         if index is None or index >= len(plan):
             continue
         node = plan[index]
@@ -309,7 +323,7 @@ async def pin_pods(
                 rest,
                 meta.get("namespace") or "",
                 meta.get("name") or "",
-                build_pin_patch(pod, node),
+                build_pin_patch(pod, node, labels),
             )
         except ApiError as err:
             if err.status not in (404, 409, 422):

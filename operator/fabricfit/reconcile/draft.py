@@ -69,6 +69,10 @@ class StatusDraft:
             self.transitions.append(Transition(reason, message))
         self.conditions = set_condition(self.conditions, new)
 
+    def drop(self, type_: str) -> None:
+        """Remove the condition ``type_`` (one that no longer applies, e.g. targets removed)."""
+        self.conditions = tuple(c for c in self.conditions if c.type != type_)
+
     def set(self, **fields: Any) -> None:
         """Status fields to write (camelCase keys)."""
         self.fields.update(fields)

@@ -119,6 +119,9 @@ class Holding:
     index_label: str | None = None
     mode: str = ""
     current: bool = False  # the status was written for the spec's present generation
+    # A served model's spec and the status fields its partner reads (policy.pairing); None
+    # for training jobs.
+    served: Mapping[str, Any] | None = None
     deleting: bool = False  # being deleted: its plan is released, its pods are not pinned
 
 
@@ -136,8 +139,17 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,
+        served=_served(spec, status),
         deleting=bool((body.get("metadata") or {}).get("deletionTimestamp")),
     )
+
+
+def _served(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What a partner reads of a served model (its spec; its plan and GPUs per pod)."""
+    if not isinstance(spec, Mapping) or not spec.get("serving"):
+        return None
+    kept = {k: status[k] for k in ("pods", "gpusPerPod") if k in status}
+    return {"spec": copy.deepcopy(dict(spec)), "status": copy.deepcopy(kept)}
 
 
 def resource_version(body: Mapping[str, Any]) -> int:

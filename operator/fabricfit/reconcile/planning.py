@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +34,9 @@ from fabricfit.placement import (
 )
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.maintenance import pending_holds
+from fabricfit.placement.pairing import Partner
 from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.policy.pairing import partner_of
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
@@ -42,6 +44,7 @@ from fabricfit.reconcile.detected import flat_warning_of
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
+from fabricfit.render.summary import serving_line
 
 SNAPSHOT_MAX_AGE_SECONDS = 1.0
 
@@ -174,7 +177,30 @@ def _inputs(
     )
     profile, why = resolve_profile(target.spec, snapshot, state)
     run.draft.set(fabricReason=why[:512])
-    return snapshot, target.request, profile, held
+    return snapshot, with_partner(run, target)[0], profile, held
+
+
+def with_partner(run: Run, target: Target) -> tuple[PlacementRequest, str | None]:
+    """The request, with the partner of a disaggregated deployment when its plan is recorded
+    (the newest status the ledger knows: a partner planned a moment ago counts), and why not
+    when it has none (a reason for the status: no KV transfer is priced)."""
+    request, serving = target.request, target.spec.serving
+    if serving is None or serving.paired_with is None:
+        return request, None
+    key = (run.namespace, serving.paired_with)
+    holding = run.state.ledger.newest(key, run.views_of().topologies.get(key))
+    served = holding.served if holding is not None else None
+    if served is None:
+        found: Partner | str = (
+            f"the paired TrainingTopology {serving.paired_with} is not there"
+            if holding is None
+            else f"the paired TrainingTopology {serving.paired_with} serves no model"
+        )
+    else:
+        found = partner_of(serving.paired_with, served["spec"], served["status"], role=serving.role)
+    if isinstance(found, Partner):
+        return replace(request, partner=found), None
+    return request, f"{found}: the KV-cache transfer is priced on the side planned second"
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
@@ -199,6 +225,9 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
+        unpaired = with_partner(run, target)[1]
+        if unpaired is not None:
+            decision = replace(decision, reasons=(*decision.reasons, unpaired))
         flat = flat_warning_of(snapshot, target.scheme, state.per_facts)
         fields = build_plan_status(
             decision,
@@ -305,6 +334,9 @@ def _reservation(decision: PlacementDecision, spec: TrainingTopologySpec) -> dic
 def _summary(decision: PlacementDecision, flat: str | None = None) -> str:
     nodes = len(set(decision.pods))
     predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
+    serving = decision.predicted.serving if decision.predicted else None
+    if serving is not None:
+        return f"{len(decision.pods)} pods on {nodes} nodes; {serving_line(serving)}"
     efficiency = f"efficiency unknown: {flat}" if flat else f"efficiency {decision.efficiency:.0%}"
     return (
         f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "

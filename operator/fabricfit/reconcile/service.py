@@ -57,6 +57,7 @@ from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
 from fabricfit.placement.maintenance import drained
 from fabricfit.policy.kueuecheck import templates_gated
+from fabricfit.policy.pairing import pairing_problems
 from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.claimsources import claim_sources
@@ -64,6 +65,7 @@ from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.detected import set_topology_condition
 from fabricfit.reconcile.draft import StatusDraft, Transition
 from fabricfit.reconcile.inventory import TopologyKey
+from fabricfit.reconcile.latency import set_latency_condition
 from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.kueue import build_kueue_annotations, tier_label_keys
 from fabricfit.render.record import PlanRecord, read_plan
@@ -139,6 +141,8 @@ async def reconcile(
 
 def parse_spec(body: Mapping[str, Any], draft: StatusDraft) -> TrainingTopologySpec:
     spec, problems = policy.parse_spec(body.get("spec"))
+    if spec is not None and not problems:
+        problems = pairing_problems(key_of(body)[1], spec)
     if spec is None or problems:
         _invalid(draft, Reason.INVALID_SPEC, "; ".join(problems))
     return spec
@@ -206,6 +210,7 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     recent = planning.recent_snapshot(state, run.views_of, scheme)
     set_topology_condition(run.draft, recent, scheme, state.per_facts)
     plan, snapshot = await _ensure_plan(run, target, found, recent)
+    set_latency_condition(run.draft, spec)
     if target.workload is None:
         ref = target.ref
         run.draft.condition(

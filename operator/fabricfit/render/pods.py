@@ -41,8 +41,12 @@ def node_requirement(node: str) -> dict[str, Any]:
     return {"key": NODE_NAME_FIELD, "operator": "In", "values": [node]}
 
 
-def build_pin_patch(pod: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
-    """JSON Patch that pins ``pod`` to ``node`` and removes our gate (see the module doc).
+def build_pin_patch(
+    pod: Mapping[str, Any], node: str, labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """JSON Patch that pins ``pod`` to ``node`` and removes our gate (see the module doc);
+    ``labels`` are set in the same patch (a Deployment pod's index, ``workloads.deployment``),
+    guarded like the affinity by the resourceVersion read.
 
     Raises ValueError when the pod is already pinned to another node: affinity can only be
     narrowed, so such a pod must be recreated, not re-pinned.
@@ -51,7 +55,19 @@ def build_pin_patch(pod: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
     if current is not None and current != node:
         raise ValueError(f"pod is already pinned to node {current!r}, not {node!r}")
     affinity_ops = [] if current == node else _affinity_ops(pod, node)
-    return [*_version_test(pod, affinity_ops), *_gate_test(pod), *affinity_ops, *_gate_remove(pod)]
+    changes = [*_label_ops(pod, labels or {}), *affinity_ops]
+    return [*_version_test(pod, changes), *_gate_test(pod), *changes, *_gate_remove(pod)]
+
+
+def _label_ops(pod: Mapping[str, Any], labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    if not labels:
+        return []
+    if not isinstance(_get(pod, ("metadata", "labels")), Mapping):
+        return [{"op": "add", "path": "/metadata/labels", "value": dict(labels)}]
+    return [
+        {"op": "add", "path": _pointer(("metadata", "labels", key)), "value": value}
+        for key, value in sorted(labels.items())
+    ]
 
 
 def build_ungate_patch(pod: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from fabricfit.api.status import (
     rfc3339,
 )
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.decision import PlacementDecision, StepTimes
+from fabricfit.placement.decision import PlacementDecision, ServingTimes, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, Groups
 from fabricfit.placement.quality import PlanQuality, decision_quality
 from fabricfit.placement.spares import SpareSet
@@ -179,12 +179,24 @@ def prediction_fields(
         "tensorGroupsCrossingNvlink": None,
         "dataGroupsCrossingRailGroup": None,
     }
+    if times.serving is not None:
+        fields.update(serving_fields(times.serving))
     spine = _bytes(quality.spine_bytes_per_step) if quality is not None else None
     if quality is not None and spine is not None:
         fields["spineBytesPerStep"] = spine
         fields["tensorGroupsCrossingNvlink"] = quality.tensor_groups_crossing_nvlink
         fields["dataGroupsCrossingRailGroup"] = quality.data_groups_crossing_rail_group
     return fields
+
+
+def serving_fields(times: ServingTimes) -> dict[str, float | None]:
+    """A served model's phases in ``status.predicted`` (null where the role does not run one)."""
+    phases = {
+        "decodeTokenCommSeconds": times.decode_token_comm_seconds,
+        "prefillCommSeconds": times.prefill_comm_seconds,
+        "kvTransferSeconds": times.kv_transfer_seconds,
+    }
+    return {k: None if v is None else _seconds(v) for k, v in phases.items()}
 
 
 def _bytes(value: float) -> float | None:

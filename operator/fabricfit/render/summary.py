@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.decision import PlacementDecision, StepTimes
+from fabricfit.placement.decision import PlacementDecision, ServingTimes, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS
 from fabricfit.placement.spares import SpareSet
 
@@ -101,6 +101,17 @@ def _place_label(snapshot: ClusterSnapshot | None, node: str) -> str:
     return f"spine {spine} / rail group {rail_group}"
 
 
+def serving_line(times: ServingTimes) -> str:
+    """``serving: per output token 4.54 ms; prefill 27.8 ms; KV transfer —``."""
+    phases = (
+        ("per output token (decode step)", times.decode_token_comm_seconds),
+        ("prefill", times.prefill_comm_seconds),
+        ("KV transfer", times.kv_transfer_seconds),
+    )
+    shown = [f"{name} {format_seconds(v)}" for name, v in phases if v is not None]
+    return "serving communication: " + "; ".join(shown)
+
+
 def neighbours_line(predicted: StepTimes) -> str | None:
     """``communication alone 1.2 s; with neighbours 1.3 s (+100 ms on links shared with running
     jobs); adds 20 ms per step to them in total``; None when not priced next to running jobs."""
@@ -148,9 +159,10 @@ def build_summary(
         lines.append(_job_line(decision))
     if decision.feasible and decision.predicted is not None:
         lower = decision.lower_bound
+        what = "step communication" if decision.predicted.serving is None else "to first token"
         efficiency = "unknown (no topology tier)" if flat else f"{decision.efficiency:.1%}"
         lines.append(
-            f"predicted step communication {format_seconds(decision.predicted.step_comm_seconds)}"
+            f"predicted {what} {format_seconds(decision.predicted.step_comm_seconds)}"
             f"; lower bound {format_seconds(lower.step_comm_seconds if lower else 0.0)}"
             f"; efficiency {efficiency}"
         )
@@ -159,6 +171,8 @@ def build_summary(
         if neighbours is not None:
             lines.append(neighbours)
         lines.extend(_times_table(decision.predicted, lower))
+        if decision.predicted.serving is not None:
+            lines.append(serving_line(decision.predicted.serving))
         lines.append(f"candidate: {decision.candidate}")
         lines.append("pods:")
         lines.extend(_pod_lines(decision, snapshot))

@@ -48,6 +48,12 @@ class WorkloadKind:
     index_without_workload: ClassVar[bool] = False
     #: The workload is the set of pods a selector matches, not one object.
     selects_pods: ClassVar[bool] = False
+    #: The kind's pods carry no index: fabricfit labels each with one as it pins it
+    #: (``index_label``; see ``workloads.deployment``).
+    assigns_index: ClassVar[bool] = False
+    #: Kueue admits the workload through Workloads it owns (or names), which fabricfit's
+    #: AdmissionCheck follows; False where Kueue's pod integration owns them by the pods.
+    admitted_as_workload: ClassVar[bool] = True
 
     @property
     def api_group(self) -> str:
@@ -82,6 +88,10 @@ class WorkloadKind:
 
     def template_pod_count(self, workload: Mapping[str, Any], path: Path) -> int | None:
         """Pods of the smallest Kueue PodSet built from the template at ``path``, or None."""
+        return None
+
+    def group_pods(self, workload: Mapping[str, Any]) -> int | None:
+        """Pods of one group the kind runs as a unit (a LeaderWorkerSet's size), or None."""
         return None
 
     def kueue_workloads(self, workload: Mapping[str, Any]) -> int:

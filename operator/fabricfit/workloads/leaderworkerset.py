@@ -50,6 +50,9 @@ class LeaderWorkerSet(WorkloadKind):
             return 1
         return size - 1 if size is not None else None
 
+    def group_pods(self, workload: Mapping[str, Any]) -> int | None:
+        return count(get_path(workload, (*_BASE, "size")), 1)
+
     def kueue_workloads(self, workload: Mapping[str, Any]) -> int:
         groups = count(get_path(workload, ("spec", "replicas")), 1)
         return groups if groups is not None else 1

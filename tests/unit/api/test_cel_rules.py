@@ -24,6 +24,7 @@ BASE: dict[str, Any] = {
     "parallelism": {"tensor": 8, "pipeline": 4, "data": 4},
     "model": {"layers": 80},
 }
+SERVING = {"decodeBatch": 64, "promptTokens": 2048}
 POD_REF = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -60,6 +61,20 @@ VALID = {
     ),
     "layers == pipeline": spec_with(model={"layers": 4}),
     "one pod": spec_with(parallelism={"tensor": 8, "pipeline": 1, "data": 1}, model=None),
+    "serving, defaults": spec_with(serving=SERVING, parallelism={"pipeline": 1}),
+    "serving, pipeline with data slowest": spec_with(serving=SERVING, rankOrder="tp-cp-ep-pp-dp"),
+    "serving, a decode side paired, with targets": spec_with(
+        parallelism={"pipeline": 1},
+        serving={
+            **SERVING,
+            "role": "decode",
+            "pairedWith": "llama-prefill",
+            "spread": "Rack",
+            "targets": {"timePerOutputTokenSeconds": 0.05},
+        },
+    ),
+    "grouped-query attention": spec_with(model={"attentionHeads": 64, "kvHeads": 8}),
+    "head dimension given": spec_with(model={"attentionHeads": 3, "headDim": 128}),
 }
 
 INVALID = {
@@ -115,6 +130,30 @@ INVALID = {
     "pods without index label": (
         spec_with(workloadRef={"apiVersion": "v1", "kind": "Pod", "podSelector": {"a": "b"}}),
         "kind Pod needs podSelector",
+    ),
+    "serving with context parallelism": (
+        spec_with(serving=SERVING, parallelism={"context": 2, "pipeline": 1}),
+        "parallelism.context must be 1 with spec.serving",
+    ),
+    "serving pipeline with data not slowest": (
+        spec_with(serving=SERVING),
+        "rankOrder must end with dp",
+    ),
+    "a replica paired": (
+        spec_with(serving={**SERVING, "pairedWith": "other"}, parallelism={"pipeline": 1}),
+        "it needs role prefill or decode",
+    ),
+    "targets without a target": (
+        spec_with(serving={**SERVING, "targets": {}}, parallelism={"pipeline": 1}),
+        "needs timePerOutputTokenSeconds or timeToFirstTokenSeconds",
+    ),
+    "kv heads not dividing the heads": (
+        spec_with(model={"attentionHeads": 64, "kvHeads": 6}),
+        "model.kvHeads must divide model.attentionHeads",
+    ),
+    "heads not dividing the hidden size": (
+        spec_with(model={"hiddenSize": 4096, "attentionHeads": 3}),
+        "model.attentionHeads must divide model.hiddenSize",
     ),
     "pods in another group": (
         spec_with(workloadRef={**POD_REF, "apiVersion": "apps/v1"}),

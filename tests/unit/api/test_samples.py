@@ -12,6 +12,8 @@ import pytest
 
 from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, SCHEDULING_GATE
 from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.policy import workload_problems
+from fabricfit.workloads import kind_named
 from unit.api.apiserver import (
     apply_defaults,
     failed_rules,
@@ -22,10 +24,12 @@ from unit.api.apiserver import (
 
 KUBERNETES_VERSION = "1.36.0"
 TOPOLOGIES = sample_topologies()
+# Custom resources of other projects (Kueue, LeaderWorkerSet) are not in the built-in schemas.
+FOREIGN_GROUPS = ("kueue.x-k8s.io/", "leaderworkerset.x-k8s.io/")
 BUILTINS = [
     (name, doc)
     for name, doc in load_samples()
-    if doc["kind"] != "TrainingTopology" and not doc["apiVersion"].startswith("kueue.x-k8s.io/")
+    if doc["kind"] != "TrainingTopology" and not doc["apiVersion"].startswith(FOREIGN_GROUPS)
 ]
 
 
@@ -86,6 +90,9 @@ def test_topology_workload_is_in_the_same_file_and_fits(
         assert job["spec"]["completions"] == job["spec"]["parallelism"] == spec.pods
         assert _gpus(job["spec"]["template"]["spec"]) == spec.gpus_per_pod
         return
+    if ref.kind != "Pod":
+        _check_served_workload(file_name, spec)
+        return
     assert ref.kind == "Pod" and ref.pod_selector and ref.index_label
     pods = [
         p
@@ -97,6 +104,35 @@ def test_topology_workload_is_in_the_same_file_and_fits(
     for pod in pods:
         assert {"name": SCHEDULING_GATE} in pod["spec"]["schedulingGates"]
         assert _gpus(pod["spec"]) == spec.gpus_per_pod
+
+
+def _check_served_workload(file_name: str, spec: TrainingTopologySpec) -> None:
+    """A served model's LeaderWorkerSet, StatefulSet or Deployment: as many pods as the spec
+    needs, one replica per LeaderWorkerSet group, gated (no suspend flag), the GPUs per pod."""
+    ref = spec.workload_ref
+    assert ref is not None and spec.serving is not None
+    (workload,) = [w for w in _workload(file_name, ref.kind) if w["metadata"]["name"] == ref.name]
+    assert not workload_problems(spec, workload)
+    kind = kind_named(ref.kind)
+    assert kind is not None and kind.expected_pods(workload) == spec.pods
+    (_, template) = kind.pod_templates(workload)[-1]
+    assert {"name": SCHEDULING_GATE} in template["spec"]["schedulingGates"]
+    assert _gpus(template["spec"]) == spec.gpus_per_pod
+
+
+def test_the_serving_samples_pair_prefill_with_decode_and_spread_replicas() -> None:
+    specs = {
+        doc["metadata"]["name"]: TrainingTopologySpec.model_validate(doc["spec"])
+        for name, doc in TOPOLOGIES
+        if name.startswith("serving/")
+    }
+    prefill, decode = specs["llama-prefill"].serving, specs["llama-decode"].serving
+    assert prefill is not None and decode is not None
+    assert (prefill.role, prefill.paired_with) == ("prefill", "llama-decode")
+    assert (decode.role, decode.paired_with) == ("decode", "llama-prefill")
+    kinds = {s.workload_ref.kind for s in specs.values() if s.workload_ref is not None}
+    assert kinds == {"LeaderWorkerSet", "StatefulSet"}
+    assert {s.serving.spread for s in specs.values() if s.serving} >= {"Rack", "RailGroup"}
 
 
 @pytest.mark.parametrize(("file_name", "doc"), BUILTINS, ids=_ids(BUILTINS))

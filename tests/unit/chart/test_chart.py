@@ -37,6 +37,8 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("kubeflow.org", "pytorchjobs"): {"get", "patch"},
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"get", "patch"},
     ("trainer.kubeflow.org", "trainjobs"): {"get", "patch"},
+    ("apps", "deployments"): {"get", "patch"},
+    ("apps", "statefulsets"): {"get", "patch"},
     # reconcile.computedomain: read, create (and replace), delete on release
     ("resource.nvidia.com", "computedomains"): {"get", "create", "delete"},
     ("resource.k8s.io", "resourceclaimtemplates"): {"get"},

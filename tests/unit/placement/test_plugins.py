@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fabricfit.api.models import Parallelism
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import build_layout
-from fabricfit.placement.plugins import DEFAULT_PLUGINS, REGISTRY, Evaluated, PlanContext
+from fabricfit.placement.plugins import (
+    DEFAULT_PLUGINS,
+    REGISTRY,
+    SERVING_PLUGINS,
+    Evaluated,
+    PlanContext,
+)
 from fabricfit.placement.plugins.communication import CommunicationTime
 from fabricfit.placement.plugins.data_locality import DataLocality
 from fabricfit.placement.plugins.fragmentation import Fragmentation
@@ -42,12 +50,13 @@ def _evaluated(slots: tuple[PodSlot, ...], seconds: float = 0.02) -> Evaluated:
 
 
 def test_registry_contract() -> None:
-    assert len(REGISTRY) == len(DEFAULT_PLUGINS)
+    assert len(REGISTRY) == len(SERVING_PLUGINS)
+    assert set(DEFAULT_PLUGINS) < set(SERVING_PLUGINS)
     snapshot = make_cluster(rail_groups_per_spine=2, nodes_per_rail_group=2)
     ctx = _ctx(snapshot, Parallelism(tensor=8, pipeline=2, data=2))
     for nodes in (["n000", "n001", "n002", "n003"], ["n000", "n002", "n001", "n003"]):
         cand = _evaluated(_slots(ctx, nodes))
-        for plugin in DEFAULT_PLUGINS:
+        for plugin in SERVING_PLUGINS:
             assert plugin.name and plugin.weight > 0
             assert REGISTRY[plugin.name] is plugin
             assert 0.0 <= plugin.score(ctx, cand) <= 100.0
@@ -115,6 +124,23 @@ def test_pipeline_spread_credits_neighbouring_stages() -> None:
     far = plugin.score(ctx, _evaluated(_slots(ctx, ["n000", "n002"])))
     assert near == pytest.approx(75.0) and far == 0.0
     assert plugin.explain(ctx, _evaluated(_slots(ctx, ["n000", "n002"]))) is not None
+
+
+def test_data_locality_does_not_apply_to_a_served_model() -> None:
+    from fabricfit.api.serving import ServingSpec
+
+    snapshot = make_cluster(rail_groups_per_spine=2, nodes_per_rail_group=2)
+    ctx = _ctx(snapshot, Parallelism(tensor=8, data=2), data_required=True)
+    served = PlanContext(
+        request=replace(ctx.request, serving=ServingSpec(decode_batch=1, prompt_tokens=1)),
+        layout=ctx.layout,
+        domains=ctx.domains,
+        lower_bound=ctx.lower_bound,
+    )
+    split = _slots(served, ["n000", "n002"])
+    assert DataLocality().filter(ctx, split) is not None
+    assert DataLocality().filter(served, split) is None
+    assert DataLocality().score(served, _evaluated(split)) == 100.0
 
 
 def test_neighbour_impact_scores_the_share_of_its_cost_a_job_pays_itself() -> None:

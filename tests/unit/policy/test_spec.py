@@ -237,3 +237,43 @@ def test_a_label_scheme_the_registry_lacks_is_refused_with_the_names() -> None:
     assert problem.startswith("spec.labelScheme: must be one of 'auto', 'native'")
     assert problem.endswith("got 'azure'")
     assert parse_spec({**BASE, "labelScheme": "gke"})[1] == ()
+
+
+def test_a_served_models_leaderworkerset_groups_must_be_its_replicas() -> None:
+    ref = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "s"}
+    raw = {
+        "workloadRef": ref,
+        "gpusPerPod": 8,
+        "parallelism": {"tensor": 8, "pipeline": 2, "data": 2},
+        "rankOrder": "tp-cp-ep-pp-dp",
+        "serving": {"decodeBatch": 8, "promptTokens": 512},
+    }
+    template = {"spec": {"containers": [{"name": "c"}]}}
+
+    def lws(size: int, replicas: int) -> dict[str, Any]:
+        return {"spec": {"replicas": replicas, "leaderWorkerTemplate": {
+            "size": size, "workerTemplate": template}}}  # fmt: skip
+
+    parsed, _ = parse_spec(raw)
+    assert parsed is not None
+    assert workload_problems(parsed, lws(2, 2)) == ()
+    (problem,) = workload_problems(parsed, lws(1, 4))
+    assert "groups 1 pods but a replica spans 2" in problem
+    training, _ = parse_spec({k: v for k, v in raw.items() if k != "serving"})
+    assert training is not None and workload_problems(training, lws(1, 4)) == ()
+
+
+def test_admission_check_mode_is_refused_for_kinds_kueue_admits_by_their_pods() -> None:
+    for kind in ("Deployment", "StatefulSet"):
+        raw = {
+            "workloadRef": {"apiVersion": "apps/v1", "kind": kind, "name": "chat"},
+            "gpusPerPod": 8,
+            "parallelism": {"tensor": 8},
+            "placement": {"mode": "admission-check"},
+        }
+        parsed, _ = parse_spec(raw)
+        assert parsed is not None
+        (problem,) = workload_problems(parsed, None)
+        assert f"not available for a {kind}" in problem
+        pinned, _ = parse_spec({**raw, "placement": {"mode": "pinned"}})
+        assert pinned is not None and workload_problems(pinned, None) == ()

@@ -302,3 +302,18 @@ def test_affinity_edits_are_guarded_by_the_resource_version_read() -> None:
         "spec": {"schedulingGates": [OURS], "affinity": required({"matchFields": [PIN]})},
     }
     assert build_pin_patch(pinned, "n1") == GATE_OPS
+
+
+def test_a_pin_patch_can_label_the_pod_in_the_same_patch() -> None:
+    pod = {
+        "metadata": {"resourceVersion": "7", "labels": {"a": "b"}},
+        "spec": {"schedulingGates": [{"name": SCHEDULING_GATE}]},
+    }
+    ops = build_pin_patch(pod, "n1", {"fabricfit.dev/pod-index": "3"})
+    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
+    patched = apply_patch(copy.deepcopy(pod), ops)
+    assert patched["metadata"]["labels"] == {"a": "b", "fabricfit.dev/pod-index": "3"}
+    assert planned_node_of(patched) == "n1" and not is_gated(patched)
+    bare = {"metadata": {}, "spec": {"schedulingGates": [{"name": SCHEDULING_GATE}]}}
+    labelled = apply_patch(copy.deepcopy(bare), build_pin_patch(bare, "n1", {"k": "v"}))
+    assert labelled["metadata"]["labels"] == {"k": "v"}

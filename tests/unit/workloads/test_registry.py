@@ -11,7 +11,16 @@ from fabricfit.kube.workloads import UnsupportedWorkloadError, kind_of
 from fabricfit.workloads import KINDS, kind_named, pod_index, rank_template
 from fabricfit.workloads.base import WorkloadKind
 
-NAMES = ("Job", "JobSet", "LeaderWorkerSet", "Pod", "PyTorchJob", "TrainJob")
+NAMES = (
+    "Deployment",
+    "Job",
+    "JobSet",
+    "LeaderWorkerSet",
+    "Pod",
+    "PyTorchJob",
+    "StatefulSet",
+    "TrainJob",
+)
 
 
 def test_the_registry_finds_every_kind_module_in_module_order() -> None:
@@ -65,10 +74,12 @@ def test_foreign_kinds_and_groups_are_refused(ref: dict[str, Any], message: str)
 
 
 def test_only_kinds_indexed_by_labels_alone_take_the_fast_path() -> None:
-    pod = {"metadata": {"labels": {"batch.kubernetes.io/job-completion-index": "3", "i": "5"}}}
+    labels = {"batch.kubernetes.io/job-completion-index": "3", "i": "5"}
+    pod = {"metadata": {"labels": {**labels, "apps.kubernetes.io/pod-index": "4"}}}
     for kind in KINDS.values():
         index = pod_index(kind.name, pod, index_label="i")
         if kind.index_without_workload:
             assert index is not None, kind.name
     assert pod_index("Job", pod) == 3
     assert pod_index("Pod", pod, index_label="i") == 5
+    assert pod_index("StatefulSet", pod) == 4

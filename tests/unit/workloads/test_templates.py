@@ -55,7 +55,7 @@ from unit.workloads.samples import (
         ("LeaderWorkerSet", LWS_NO_LEADER, [("spec", "leaderWorkerTemplate", "workerTemplate")]),
         ("Pod", {}, []),
         ("Job", {}, []),
-        ("Deployment", JOB, []),
+        ("CronJob", JOB, []),
     ],
 )
 def test_pod_templates(kind: str, workload: dict[str, Any], paths: list[tuple[Any, ...]]) -> None:

@@ -11,7 +11,9 @@ from fabricfit.placement.plugins.data_locality import DataLocality
 from fabricfit.placement.plugins.fragmentation import Fragmentation
 from fabricfit.placement.plugins.neighbour_impact import NeighbourImpact
 from fabricfit.placement.plugins.pipeline_spread import PipelineSpread
+from fabricfit.placement.plugins.replica_spread import ReplicaSpread
 from fabricfit.placement.plugins.tensor_domain import TensorDomain
+from fabricfit.placement.request import PlacementRequest
 
 DEFAULT_PLUGINS: tuple[Plugin, ...] = (
     CommunicationTime(),
@@ -21,6 +23,22 @@ DEFAULT_PLUGINS: tuple[Plugin, ...] = (
     PipelineSpread(),
     NeighbourImpact(),
 )
-REGISTRY: Mapping[str, Plugin] = MappingProxyType({p.name: p for p in DEFAULT_PLUGINS})
+#: A served model's plugins: the same, and its replicas' spread (a training plan's scores, and
+#: so its choice, stay as they were).
+SERVING_PLUGINS: tuple[Plugin, ...] = (*DEFAULT_PLUGINS, ReplicaSpread())
+REGISTRY: Mapping[str, Plugin] = MappingProxyType({p.name: p for p in SERVING_PLUGINS})
 
-__all__ = ["DEFAULT_PLUGINS", "REGISTRY", "Evaluated", "PlanContext", "Plugin"]
+
+def plugins_for(request: PlacementRequest) -> tuple[Plugin, ...]:
+    return SERVING_PLUGINS if request.serving is not None else DEFAULT_PLUGINS
+
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "REGISTRY",
+    "SERVING_PLUGINS",
+    "Evaluated",
+    "PlanContext",
+    "Plugin",
+    "plugins_for",
+]

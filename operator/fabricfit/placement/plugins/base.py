@@ -21,6 +21,7 @@ from fabricfit.fabric.topology import GpuSlot
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import Groups, RankLayout
 from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.serving import SpreadGoal
 from fabricfit.placement.slots import LeafDomain, PodSlot
 
 MAX_SCORE = 100.0
@@ -34,6 +35,9 @@ class PlanContext:
     layout: RankLayout
     domains: tuple[LeafDomain, ...]
     lower_bound: StepTimes
+    # A served model: the pods of each replica, and the spread every candidate must meet.
+    replicas: tuple[tuple[int, ...], ...] = ()
+    spread_goal: SpreadGoal | None = None
 
 
 @dataclass(frozen=True, slots=True)

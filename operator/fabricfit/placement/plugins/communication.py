@@ -37,12 +37,17 @@ class CommunicationTime:
         efficiency = self.score(ctx, cand) / MAX_SCORE
         if efficiency >= EXPLAIN_BELOW_EFFICIENCY:
             return None
-        worst = max(
-            cand.predicted.by_dimension.items(),
-            key=lambda item: item[1] - ctx.lower_bound.by_dimension.get(item[0], 0.0),
-            default=("none", 0.0),
-        )
+        gaps = {
+            f"{dim} traffic": seconds - ctx.lower_bound.by_dimension.get(dim, 0.0)
+            for dim, seconds in cand.predicted.by_dimension.items()
+        }
+        served, bound = cand.predicted.serving, ctx.lower_bound.serving
+        if served is not None and served.kv_transfer_seconds is not None:
+            floor = bound.kv_transfer_seconds if bound is not None else None
+            gaps["the KV-cache transfer"] = served.kv_transfer_seconds - (floor or 0.0)
+        worst = max(gaps.items(), key=lambda item: item[1], default=("none traffic", 0.0))
+        what = "step communication" if served is None else "communication to a first token"
         return (
-            f"predicted step communication is {efficiency:.0%} efficient against the lower bound; "
-            f"most of the gap is {worst[0]} traffic leaving its fastest tier"
+            f"predicted {what} is {efficiency:.0%} efficient against the lower bound; "
+            f"most of the gap is {worst[0]} leaving its fastest tier"
         )

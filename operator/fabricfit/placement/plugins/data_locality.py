@@ -20,7 +20,10 @@ from fabricfit.placement.slots import PodSlot
 
 
 def split_data_groups(ctx: PlanContext, slots: Sequence[PodSlot]) -> tuple[int, ...]:
-    """Indices of DP groups not contained in one rail group (or one node)."""
+    """Indices of DP groups not contained in one rail group (or one node); none for a served
+    model, whose data-parallel ranks never all-reduce."""
+    if ctx.request.serving is not None:
+        return ()
     split: list[int] = []
     for index, group in enumerate(ctx.layout.groups["data"]):
         pods = pods_of_group(group, ctx.layout.gpus_per_pod)
