@@ -40,9 +40,14 @@ def free_after_reservations(node: NodeInfo, reservations: Mapping[str, int]) -> 
 
 
 def node_rejection(
-    node: NodeInfo, request: PlacementRequest, reservations: Mapping[str, int]
+    node: NodeInfo,
+    request: PlacementRequest,
+    reservations: Mapping[str, int],
+    *,
+    capacity: bool = True,
 ) -> str | None:
-    """Why ``node`` cannot host a pod of ``request`` (None: it can)."""
+    """Why ``node`` cannot host a pod of ``request`` (None: it can); ``capacity=False`` leaves
+    out its free GPUs (whether it could ever host one: what the lower bound may assume)."""
     if not node.available:
         return (
             f"unavailable ({node.unavailable_reason})" if node.unavailable_reason else "unavailable"
@@ -51,7 +56,7 @@ def node_rejection(
         return "no GPUs in DRA ResourceSlices (the pods claim their GPUs)"
     if request.gpu_source == DEVICE_PLUGIN and node.dra:
         return f"no {GPU_RESOURCE} allocatable (its GPUs are DRA devices)"
-    if free_after_reservations(node, reservations) < request.gpus_per_pod:
+    if capacity and free_after_reservations(node, reservations) < request.gpus_per_pod:
         return f"fewer than {request.gpus_per_pod} free GPUs"
     for key, value in request.node_selector.items():
         if node.labels.get(key) != value:

@@ -30,6 +30,7 @@ from fabricfit.cost.serving import (
 from fabricfit.cost.step import StepCommEstimate, estimate_step
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
+from fabricfit.placement.constraints import NO_RESERVATIONS, node_rejection
 from fabricfit.placement.decision import ServingTimes, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, RankLayout
 from fabricfit.placement.neighbours import Assessment, NeighbourPricer, Neighbours
@@ -135,9 +136,16 @@ class StepModel:
         return self._pricer.assess(ranks, alone)
 
     def lower_bound(self) -> StepTimes:
-        """The bound no placement of this job on this cluster can beat (cost.bounds)."""
+        """The bound no placement of this job on this cluster can beat (cost.bounds), on the
+        nodes the job may use (its selectors, affinity, tolerations), busy or not: a larger
+        NVLink domain the job can never reach does not lower it."""
         request = self._request
-        hardware = hardware_of(self._snapshot.nodes, self._profile)
+        usable = [
+            n
+            for n in self._snapshot.nodes
+            if node_rejection(n, request, NO_RESERVATIONS, capacity=False) is None
+        ]
+        hardware = hardware_of(usable, self._profile)
         if request.serving is not None:
             served = serving_lower_bound(
                 ServedJob(request.parallelism, request.model, request.serving),
