@@ -38,6 +38,7 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.nvlink_span import decision_span
 from fabricfit.placement.search import plan_placement
 from fabricfit.policy import admit, choose_fabric
+from fabricfit.policy.devices import settle_devices
 from fabricfit.render.computedomain import need_json, need_line
 from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.summary import render_summary
@@ -183,24 +184,25 @@ def execute(args: argparse.Namespace) -> int:
     )
     profile, why = _choose_fabric(args, spec, snapshot)
     fabric = profile.name
+    choice = settle_devices(request, admission.devices, snapshot)
     try:
-        decision = plan_placement(snapshot, request, profile)
+        decision = plan_placement(choice.snapshot, choice.request, profile)
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {fabric}: {err}") from None
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
-    allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
+    allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable), admission.devices)
     span = decision_span(decision, snapshot, spec.gpus_per_pod)
     if args.json:
         body = {**decision.to_json_dict(), "fabric_reason": why, "compute_domain": need_json(span)}
+        body["gpu_choice_reason"] = choice.words
         if allocation is not None:
             body["gpu_allocation"] = allocation
         print(json.dumps(body, indent=1, sort_keys=False))
     else:
         sys.stdout.write(render_summary(decision, snapshot))
         print(f"fabric {fabric}: {why}")
-        if allocation is not None:
-            print(f"GPUs: {allocation['message']}")
+        print(f"GPUs: {decision.gpu_choice.replace('-', ' ')}: {choice.words}")
         if (line := need_line(span)) is not None:
             print(line)
     return EXIT_OK if decision.feasible else EXIT_INFEASIBLE

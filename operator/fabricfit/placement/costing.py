@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fabricfit.cost.bounds import hardware_of, step_lower_bound
-from fabricfit.cost.step import StepCommEstimate, estimate_step
+from fabricfit.cost.step import StepCommEstimate, cross_rail_groups, estimate_step
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
 from fabricfit.placement.decision import StepTimes
@@ -56,7 +56,10 @@ class StepModel:
         for slot in slots:
             found = cache.get(slot)
             if found is None:
-                found = cache[slot] = tuple(self._snapshot.slot(slot.node, g) for g in slot.gpus)
+                start = slot.gpus[0]
+                found = cache[slot] = tuple(
+                    self._snapshot.slot(slot.node, g, start) for g in slot.gpus
+                )
             out.extend(found)
         return tuple(out)
 
@@ -70,6 +73,10 @@ class StepModel:
             self._profile,
         )
         return to_step_times(estimate)
+
+    def cross_rail(self, ranks: Sequence[GpuSlot]) -> dict[str, int]:
+        """Per dimension, the groups whose traffic changes rails (cost.step)."""
+        return cross_rail_groups(self._groups, ranks, self._profile)
 
     def lower_bound(self) -> StepTimes:
         """The bound no placement of this job on this cluster can beat (cost.bounds)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from fabricfit.api.constants import GPU_CHOICE_ENFORCED, GPU_CHOICE_NOT_ENFORCED
 from fabricfit.api.models import ModelShape, Parallelism, TrainingTopologySpec
 from fabricfit.fabric.objects import kind_of, shorten
 from fabricfit.fabric.podclaims import claim_names
@@ -25,6 +26,12 @@ from fabricfit.fabric.pods import pod_gpu_request
 
 DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
+# Who decides which GPUs of a node a pod runs on (``gpuChoice`` in plan --json and status):
+# ENFORCED, fabricfit (it allocates each pod's DRA claim the devices it planned); NOT_ENFORCED,
+# the device plugin or kube-scheduler's allocator, so the plan is priced on what they hand out.
+ENFORCED = GPU_CHOICE_ENFORCED
+NOT_ENFORCED = GPU_CHOICE_NOT_ENFORCED
+GPU_CHOICES = (ENFORCED, NOT_ENFORCED)
 AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 
@@ -82,6 +89,10 @@ class PlacementRequest:
     # claims, no nvidia.com/gpu request) or None (unknown: no pod template, or it asks for none);
     # a pod can only run on a node whose GPUs come the same way.
     gpu_source: str | None = None
+    gpu_choice: str = NOT_ENFORCED
+    # RDMA NICs (dranet) each pod's claims ask for next to its GPUs, chosen on the GPUs' PCIe
+    # roots when the choice is enforced (0: none asked for).
+    nics_per_pod: int = 0
 
     @property
     def world_size(self) -> int:

@@ -47,6 +47,7 @@ from fabricfit.placement.candidates import (
 from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision, RankPlacement
+from fabricfit.placement.devices import device_view, enforces_devices, name_devices
 from fabricfit.placement.feasibility import (
     capacity_in_units,
     capacity_reasons,
@@ -98,9 +99,28 @@ def plan_placement(
 ) -> PlacementDecision:
     """Plan where every pod and rank of ``request`` goes on ``snapshot`` (see module docstring).
 
-    ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
+    ``reservations`` maps node name → GPUs held by other plans not yet visible as pods (DRA
+    devices other plans chose: pass ``placement.devices.device_view`` of the snapshot).
     ``move_budget`` caps local-move evaluations (None: by job size).
     """
+    snapshot = device_view(snapshot, request)
+    decision = _plan(snapshot, request, profile, reservations, (plugins, move_budget))
+    decision = replace(decision, gpu_choice=request.gpu_choice)
+    return (
+        name_devices(decision, snapshot, request)
+        if enforces_devices(request, snapshot)
+        else decision
+    )
+
+
+def _plan(
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    profile: FabricProfile,
+    reservations: Mapping[str, int],
+    tuning: tuple[Sequence[Plugin], int | None],
+) -> PlacementDecision:
+    plugins, move_budget = tuning
     nodes, rejected = eligible_nodes(snapshot, request, reservations)
     spares = spares_for(snapshot, request, profile, reservations, eligible={n.name for n in nodes})
     fabric = profile_name(profile)
@@ -320,4 +340,5 @@ def _decision(best: Scored, scorer: Scorer, layout: RankLayout, fabric: str) -> 
         reasons=scorer.explain(best),
         scores=best.scores,
         candidate=best.label,
+        cross_rail=scorer.model.cross_rail(best.evaluated.ranks),
     )

@@ -117,6 +117,18 @@ def spares_line(spares: SpareSet) -> str | None:
     )
 
 
+def cross_rail_line(decision: PlacementDecision) -> str:
+    """Which groups' traffic between nodes changes rails (climbs above the leaf switch)."""
+    crossing = [
+        f"{dim} {n} of {len(decision.groups.get(dim, ()))}"
+        for dim, n in decision.cross_rail.items()
+        if n
+    ]
+    if not crossing:
+        return "rails: no group's traffic between nodes changes rails"
+    return f"rails: groups whose traffic between nodes changes rails: {', '.join(crossing)}"
+
+
 def build_summary(
     decision: PlacementDecision, snapshot: ClusterSnapshot | None = None
 ) -> list[str]:
@@ -132,6 +144,7 @@ def build_summary(
             f"; efficiency {decision.efficiency:.1%}"
         )
         lines.extend(_times_table(decision.predicted, lower))
+        lines.append(cross_rail_line(decision))
         lines.append(f"candidate: {decision.candidate}")
         lines.append("pods:")
         lines.extend(_pod_lines(decision, snapshot))
