@@ -143,6 +143,13 @@ class OperatorMetrics:
             "Bytes one training step sends across the spine (above the leaf switches).",
             JOB,
         )
+        self.gpu_choice = self._gauge(
+            "fabricfit_gpu_choice_enforced",
+            "1 when fabricfit makes the cluster use the GPUs it planned (DRA claims it "
+            "allocates), 0 when the device plugin or kube-scheduler picks them (not enforced: "
+            "priced on what they hand out).",
+            JOB,
+        )
 
     def _define_cluster_metrics(self) -> None:
         self.schedulable_gpus = self._gauge(
@@ -247,6 +254,9 @@ class OperatorMetrics:
             self.predicted.labels(*job, dim).set(float(by_dimension.get(dim) or 0.0))
         _set_or_remove(self.lower_bound, job, status.get("lowerBoundSeconds"))
         _set_or_remove(self.efficiency, job, status.get("efficiency"))
+        choice = status.get("gpuChoice")
+        enforced = None if choice is None else float(choice == "enforced")
+        _set_or_remove(self.gpu_choice, job, enforced)
 
     def set_quality(
         self, job: tuple[str, str], quality: PlanQuality | None, groups: Mapping[str, int]
@@ -281,6 +291,7 @@ class OperatorMetrics:
             self.tp_crossing,
             self.dp_crossing,
             self.spine_bytes,
+            self.gpu_choice,
         )
 
     def jobs(self) -> set[tuple[str, str]]:

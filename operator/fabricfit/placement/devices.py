@@ -110,6 +110,8 @@ def name_devices(
 def pod_devices(decision: PlacementDecision, nics_per_pod: int) -> tuple[PodDevices, ...]:
     """Per pod index, the devices its ranks were given (empty when none were named): GPUs in
     local-rank order, then the distinct NICs of those GPUs, the first ``nics_per_pod``."""
+    if not decision.assignments:
+        return ()
     per_pod: dict[int, list[tuple[int, str, str | None]]] = {}
     for placed in decision.assignments:
         if placed.device is None:

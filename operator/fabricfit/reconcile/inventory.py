@@ -88,7 +88,11 @@ def slim_pod(body: Mapping[str, Any]) -> dict[str, Any] | None:
             "schedulingGates": list(spec.get("schedulingGates") or []),
             "affinity": spec.get("affinity"),
         },
-        "status": {"phase": (body.get("status") or {}).get("phase")},
+        "status": {
+            "phase": (body.get("status") or {}).get("phase"),
+            # the names of the pod's own ResourceClaims (device-exact placement allocates them)
+            "resourceClaimStatuses": (body.get("status") or {}).get("resourceClaimStatuses"),
+        },
     }
 
 
@@ -167,13 +171,26 @@ class Ledger:
     def merged(
         self, watched: Mapping[TopologyKey, Holding]
     ) -> dict[TopologyKey, Mapping[str, int]]:
-        """Per topology, the newest known reservation (deleted topologies drop out)."""
+        """Per topology, the newest known reservation of GPUs by count (deleted topologies drop
+        out); devices a plan names are held device by device (:meth:`device_holds`)."""
         result: dict[TopologyKey, Mapping[str, int]] = {}
         for key, seen in watched.items():
             newest = self.newest(key, seen)
             if newest is not None:
-                result[key] = newest.plan.reservation
+                result[key] = newest.plan.count_reservation
         return result
+
+    def device_holds(
+        self, me: TopologyKey, watched: Mapping[TopologyKey, Holding]
+    ) -> dict[str, frozenset[str]]:
+        """The DRA GPUs other plans chose, per node (whether or not their claims are allocated
+        yet: an allocated one is held by its claim too, and a set counts it once)."""
+        held: dict[str, frozenset[str]] = {}
+        for key, seen in watched.items():
+            newest = self.newest(key, seen) if key != me else None
+            for node, gpus in (newest.plan.device_holds if newest is not None else {}).items():
+                held[node] = held.get(node, frozenset()) | gpus
+        return held
 
 
 def holds_of_others(

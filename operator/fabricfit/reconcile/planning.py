@@ -33,6 +33,7 @@ from fabricfit.placement import (
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.policy.devices import settle_devices
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
@@ -147,7 +148,7 @@ def capacity_fingerprint(
         if per_facts is not None
         else _facts_hash(snapshot)
     )
-    free = tuple(n.free_gpus for n in snapshot.nodes)
+    free = tuple((n.free_gpus, n.held_gpus) for n in snapshot.nodes)
     return hash((static, free, tuple(sorted(held.items())), request))
 
 
@@ -163,7 +164,9 @@ def _facts_hash(snapshot: ClusterSnapshot) -> int:
 def _inputs(
     run: Run, target: Target
 ) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
-    """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
+    """What a plan reads, taken under the lock: snapshot, request, profile, others' holds.
+    Who picks the GPUs is settled here (``policy.devices``): a device-exact plan gets the
+    snapshot with every device held (claims, other plans' chosen devices) marked."""
     state, views = run.state, run.views_of()
     snapshot = fresh_snapshot(state, views, target.scheme)
     held = holds_of_others(
@@ -171,7 +174,10 @@ def _inputs(
     )
     profile, why = resolve_profile(target.spec, snapshot, state)
     run.draft.set(fabricReason=why[:512])
-    return snapshot, target.request, profile, held
+    devices = state.ledger.device_holds(run.key, views.topologies)
+    choice = settle_devices(target.request, target.devices, snapshot, devices)
+    run.draft.set(gpuChoice=choice.request.gpu_choice)
+    return choice.snapshot, choice.request, profile, held
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:

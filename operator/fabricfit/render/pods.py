@@ -39,8 +39,12 @@ def node_requirement(node: str) -> dict[str, Any]:
     return {"key": NODE_NAME_FIELD, "operator": "In", "values": [node]}
 
 
-def build_pin_patch(pod: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
-    """JSON Patch that pins ``pod`` to ``node`` and removes our gate (see the module doc).
+def build_pin_patch(
+    pod: Mapping[str, Any], node: str, *, ungate: bool = True
+) -> list[dict[str, Any]]:
+    """JSON Patch that pins ``pod`` to ``node`` and removes our gate (see the module doc);
+    ``ungate=False`` pins only (device-exact placement lifts the gate once the pod's claim is
+    allocated).
 
     Raises ValueError when the pod is already pinned to another node: affinity can only be
     narrowed, so such a pod must be recreated, not re-pinned.
@@ -49,7 +53,11 @@ def build_pin_patch(pod: Mapping[str, Any], node: str) -> list[dict[str, Any]]:
     if current is not None and current != node:
         raise ValueError(f"pod is already pinned to node {current!r}, not {node!r}")
     affinity_ops = [] if current == node else _affinity_ops(pod, node)
-    return [*_version_test(pod, affinity_ops), *_gate_test(pod), *affinity_ops, *_gate_remove(pod)]
+    gate = [*_gate_test(pod), *_gate_remove(pod)] if ungate else []
+    if not ungate and not affinity_ops:
+        return []
+    tests, removal = gate[: len(_gate_test(pod))], gate[len(_gate_test(pod)) :]
+    return [*_version_test(pod, affinity_ops), *tests, *affinity_ops, *removal]
 
 
 def build_ungate_patch(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
