@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy docs docs-ref docs-serve tools clean
+.PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy docs docs-ref docs-serve tools image image-if-root clean
 
 venv: $(STAMP)
 
@@ -20,6 +20,16 @@ $(STAMP): pyproject.toml hack/constraints.txt
 tools:
 	hack/tools.sh
 
+# The operator image, built from the Dockerfile without a Docker daemon (buildah; Debian's
+# packages, pinned in hack/image.sh), as the OCI archive dist/fabricfit-<version>.oci.tar.
+# Reused while its inputs are unchanged; tests/e2e/test_image.py runs it. Needs root (make test
+# and make e2e build it only as root; the image's test skips otherwise).
+image:
+	hack/image.sh
+
+image-if-root:
+	hack/image.sh --skip-unless-root
+
 lint: venv
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
@@ -33,12 +43,12 @@ cluster-build:
 	hack/cluster build --with kueue,jobset,lws,trainer
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
-e2e: venv cluster-build tools
+e2e: venv cluster-build tools image-if-root
 	$(BIN)/pytest -m "e2e and not slow" -q
 
 # Everything but the long runs: lint, the docs site (strict: links and anchors), unit and e2e
 # tests. The README's test command; CI runs it.
-test: venv cluster-build tools
+test: venv cluster-build tools image-if-root
 	$(BIN)/ruff check operator tests benchmarks hack
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy

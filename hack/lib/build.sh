@@ -124,15 +124,28 @@ build_kwok() {
   say "kwok $v: done"
 }
 
+# Helm's release builds set the Kubernetes version `helm template` and `helm lint` assume (no
+# cluster to ask) to that of the client-go they compile against (helm.sh/helm/v3@v3.22.0
+# Makefile:62-69); without those ldflags it is 1.20, older than the chart's kubeVersion.
+# kube-version records it: a helm cached without it is rebuilt.
 build_helm() {
   local v=$HELM_VERSION dir="$cache/helm-$HELM_VERSION"
-  if have "$dir" helm; then say "helm $v: cached"; return; fi
+  if have "$dir" helm && [ -s "$dir/kube-version" ]; then say "helm $v: cached"; return; fi
   need_go
-  local tmp="$dir.tmp" major=${v%%.*}
+  local tmp="$dir.tmp" major=${v%%.*} gomod client_go kube_major kube_minor pkg
   rm -rf "$tmp"; mkdir -p "$tmp/bin"
-  say "helm $v: compiling"
-  GOBIN="$tmp/bin" go install -trimpath \
-    -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$v" "helm.sh/helm/$major/cmd/helm@$v"
+  gomod=$(go mod download -json "helm.sh/helm/$major@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  client_go=$(awk '$1 == "k8s.io/client-go" {print $2}' "$gomod")
+  [[ $client_go =~ ^v([0-9]+)\.([0-9]+)\. ]] || die "helm $v: no k8s.io/client-go version in $gomod"
+  kube_major=$((BASH_REMATCH[1] + 1)) kube_minor=${BASH_REMATCH[2]}
+  local ldflags="-s -w -X helm.sh/helm/$major/internal/version.version=$v"
+  for pkg in pkg/chartutil pkg/lint/rules; do
+    ldflags+=" -X helm.sh/helm/$major/$pkg.k8sVersionMajor=$kube_major"
+    ldflags+=" -X helm.sh/helm/$major/$pkg.k8sVersionMinor=$kube_minor"
+  done
+  say "helm $v: compiling (default Kubernetes version $kube_major.$kube_minor)"
+  GOBIN="$tmp/bin" go install -trimpath -ldflags "$ldflags" "helm.sh/helm/$major/cmd/helm@$v"
+  echo "$kube_major.$kube_minor" > "$tmp/kube-version"
   finish "$tmp" "$dir"
   say "helm $v: done"
 }

@@ -11,7 +11,7 @@ constructible), so offline callers ask ``rules.violations(spec)``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -283,7 +283,42 @@ class TrainingTopologySpec(SpecModel):
     def world_size(self) -> int:
         return self.parallelism.world_size
 
+    def defaulted(self) -> dict[str, Any]:
+        """The fields that size the job's traffic but the spec leaves out, by CRD name, with
+        the values assumed for them: ``gpusPerPod`` (when no workload settled it), ``model``
+        (a whole default model) or each ``model.*`` field not given."""
+        found: dict[str, Any] = {}
+        if "gpus_per_pod" not in self.model_fields_set:
+            found["gpusPerPod"] = self.gpus_per_pod
+        if self.model is None:
+            found["model"] = ModelShape().model_dump(by_alias=True)
+            return found
+        for name, field in ModelShape.model_fields.items():
+            if name not in self.model.model_fields_set:
+                found[f"model.{field.alias or name}"] = getattr(self.model, name)
+        return found
+
     @property
     def pods(self) -> int:
         """Pods the workload needs (world size ÷ gpusPerPod, rounded up)."""
         return -(-self.world_size // self.gpus_per_pod)
+
+
+def field_names_at(path: tuple[str | int, ...]) -> tuple[str, ...]:
+    """The CRD field names of the object at ``path`` inside a spec (``("model",)``: the model
+    shape's), for "did you mean"; empty when ``path`` leads to no object of these models."""
+    model: type[BaseModel] | None = TrainingTopologySpec
+    for part in path:
+        fields = model.model_fields if model is not None else {}
+        field = next((f for n, f in fields.items() if part in (f.alias, n)), None)
+        model = _model_in(field.annotation) if field is not None else None
+    if model is None:
+        return ()
+    return tuple(f.alias or n for n, f in model.model_fields.items())
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    """The spec model ``annotation`` names (``ModelShape | None`` → ``ModelShape``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)

@@ -50,10 +50,16 @@ class Rule:
     field_path: str | None = None
     reason: Reason | None = None
     holds: Check | None = None
+    # ``messageExpression``: the message with the spec's numbers (the API server falls back to
+    # ``message`` should it fail), and its Python twin.
+    message_expression: str | None = None
+    explain: Callable[[TrainingTopologySpec], str] | None = None
 
     def entry(self) -> dict[str, JsonValue]:
         """The entry as the CRD carries it (keys in the order kubectl shows them)."""
         out: dict[str, JsonValue] = {"rule": self.cel, "message": self.message}
+        if self.message_expression is not None:
+            out["messageExpression"] = self.message_expression
         if self.field_path is not None:
             out["fieldPath"] = self.field_path
         if self.reason is not None:
@@ -170,6 +176,22 @@ SPEC = (
             or not _fits_pod_limit(spec)
             or spec.world_size % spec.gpus_per_pod == 0
         ),
+        # Evaluated only when the rule fails, so within the pod limit: no int64 overflow.
+        # format(), not string(): the API server estimates string(int) as unbounded and refuses
+        # the CRD; format is CEL's strings extension v2, served since Kubernetes 1.29
+        # (k8s.io/apiserver@v0.36.3/pkg/cel/environment/base.go:125-128).
+        message_expression=(
+            "'world size tensor·pipeline·data·context = %d·%d·%d·%d = %d is not a multiple"
+            " of gpusPerPod %d: every pod must carry a full block of ranks'.format(["
+            "self.parallelism.tensor, self.parallelism.pipeline, self.parallelism.data,"
+            f" self.parallelism.context, {_WORLD}, self.gpusPerPod])"
+        ),
+        explain=lambda spec: (
+            f"world size tensor·pipeline·data·context = {spec.parallelism.tensor}"
+            f"·{spec.parallelism.pipeline}·{spec.parallelism.data}·{spec.parallelism.context}"
+            f" = {spec.world_size} is not a multiple of gpusPerPod {spec.gpus_per_pod}:"
+            " every pod must carry a full block of ranks"
+        ),
     ),
     Rule(
         "!has(self.model) || self.model.experts == 0"
@@ -211,7 +233,7 @@ def violations(spec: TrainingTopologySpec, *, require_workload: bool = True) -> 
     report them; empty when the API server would accept the spec. ``require_workload=False``
     waives :data:`WORKLOAD_REQUIRED` (offline what-if plans)."""
     return [
-        rule.message
+        rule.explain(spec) if rule.explain is not None else rule.message
         for rule in ALL_RULES
         if rule.holds is not None
         and not rule.holds(spec)

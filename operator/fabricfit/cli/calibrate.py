@@ -40,8 +40,10 @@ from fabricfit.calibrate.fit import (
 from fabricfit.calibrate.logs import LogError, NcclTestsLog, parse_logs
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cli.inputs import read_bytes, shown
+from fabricfit.cli.progress import Progress
 from fabricfit.cost import Collective
 from fabricfit.fabric.documents import DocumentError, decode_text
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, ProfileError, get_profile
 from fabricfit.fabric.profiles.catalog import dump_profile
 from fabricfit.fabric.profiles.ncclsetup import NcclSetupError, run_env_fields
@@ -218,18 +220,22 @@ def execute(args: argparse.Namespace) -> int:
         try:
             collective = Collective(args.collective)
         except ValueError:
-            names = ", ".join(c.value for c in Collective)
-            raise UsageError(f"unknown --collective (one of {names})") from None
+            names = [c.value for c in Collective]
+            raise UsageError(unknown_name("--collective", args.collective, names)) from None
     env = nccl_env_flags(args)
-    rows = read_measurements(args.logs, args.nodes, args.gpus_per_node, collective, env)
-    base = _base(args, rows)
-    release = shared_release(rows)
-    if release is not None:  # the cluster's NCCL: the fitted profile's tuner follows it
-        base = dataclasses.replace(base, nccl_version=release)
-    try:
-        result = fit_profile(base, rows, name=_name(args, base))
-    except (FitError, ValueError) as err:
-        raise UsageError(f"cannot fit {base.name} to the logs: {err}") from None
+    with Progress("fabricfit calibrate") as progress:
+        progress.update(phase=f"reading {len(args.logs)} logs")
+        rows = read_measurements(args.logs, args.nodes, args.gpus_per_node, collective, env)
+        progress.update(phase=f"choosing the base for {len(rows)} rows")
+        base = _base(args, rows)
+        release = shared_release(rows)
+        if release is not None:  # the cluster's NCCL: the fitted profile's tuner follows it
+            base = dataclasses.replace(base, nccl_version=release)
+        progress.update(phase=f"fitting {base.name} to {len(rows)} rows")
+        try:
+            result = fit_profile(base, rows, name=_name(args, base))
+        except (FitError, ValueError) as err:
+            raise UsageError(f"cannot fit {base.name} to the logs: {err}") from None
     print(f"base fabric {base.name}: median |error| {median_error(base, rows):.1%} before fitting")
     if release is not None:
         print(f"NCCL {release} (the logs' release): the profile's tuner follows it")

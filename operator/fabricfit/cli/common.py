@@ -7,15 +7,17 @@ import re
 import sys
 from typing import NoReturn
 
+from fabricfit.fabric.names import unknown_name
+
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 EXIT_CODES_EPILOG = (
-    "exit codes: 0 placed / ok, 1 does not fit (or, for crd --check, out of date), "
-    "2 invalid input (one line on stderr), 3 internal error (one line; set FABRICFIT_DEBUG=1 "
-    "for the traceback)"
+    "exit codes: 0 placed / ok, 1 does not fit (crd --check: out of date; release: the API "
+    "server refused or did not answer), 2 invalid input (one line on stderr), 3 internal error "
+    "(one line; set FABRICFIT_DEBUG=1 for the traceback), 141 stdout closed by its reader"
 )
 
 
@@ -44,6 +46,15 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("epilog", EXIT_CODES_EPILOG)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # argparse lists every choice; a mistyped name gets the one it most likely meant
+        if action.choices is not None and value not in action.choices:
+            what = action.option_strings[-1] if action.option_strings else action.metavar
+            if isinstance(action, argparse._SubParsersAction):
+                what = "command"
+            self.error(unknown_name(str(what or action.dest), value, map(str, action.choices)))
+        super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
         # argparse quotes the offending value whole ("invalid choice: '…'"): cut it short

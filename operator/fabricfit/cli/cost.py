@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 
 from fabricfit.calibrate.regimes import RegimeAccuracy
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, profile_name
 from fabricfit.cli.fabrics import read_profile_file
+from fabricfit.cli.output import add_output_arguments, emit, output_format
 from fabricfit.cli.regimes import measured_accuracy
 from fabricfit.cost import Collective, CollectiveEstimate, CostError, estimate_collective
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError, get_profile
 from fabricfit.fabric.quantity import parse_size_bytes
@@ -66,7 +67,7 @@ def configure(parser: Parser) -> None:
         "--nics-per-node", type=int, metavar="K", help="override the preset's NICs per node"
     )
     parser.add_argument("--algorithm", default="auto", choices=("ring", "tree", "nvls", "auto"))
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
 
 
 def parse_size(text: str) -> int:
@@ -97,10 +98,8 @@ def _check(args: argparse.Namespace, profile: FabricProfile) -> Collective:
     try:
         collective = Collective(args.collective)
     except ValueError:
-        names = ", ".join(c.value for c in Collective)
-        raise UsageError(
-            f"unknown --collective {shorten(args.collective)} (one of {names})"
-        ) from None
+        names = [c.value for c in Collective]
+        raise UsageError(unknown_name("--collective", args.collective, names)) from None
     if not 1 <= args.nodes <= MAX_NODES:
         raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, got {args.nodes}")
     if not 1 <= args.gpus_per_node <= profile.gpus_per_node:
@@ -182,7 +181,7 @@ def execute(args: argparse.Namespace) -> int:
     except CostError as err:
         raise UsageError(str(err)) from None
     found = measured_accuracy(collective, size, args.nodes, profile)
-    if args.json:
+    if fmt := output_format(args):
         body = {
             "fabric": profile.name,
             "collective": estimate.collective.value,
@@ -198,7 +197,7 @@ def execute(args: argparse.Namespace) -> int:
             "bottleneck": estimate.bottleneck,
             "accuracy": found.record() if found else None,
         }
-        print(json.dumps(body, sort_keys=True))
+        emit(body, fmt, sort_keys=True)
     else:
         print(_render(profile, estimate, args, found))
     return EXIT_OK

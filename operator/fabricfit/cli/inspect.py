@@ -11,12 +11,12 @@ on stderr for unreadable input. No kopf, no Kubernetes client.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from fabricfit.cli.common import EXIT_OK, Parser
 from fabricfit.cli.dra import add_dra_arguments, read_dra
 from fabricfit.cli.inputs import read_objects
+from fabricfit.cli.output import add_output_arguments, emit, output_format
 from fabricfit.fabric.detection import Detection, count_of, describe, detect_tiers
 from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
@@ -33,7 +33,7 @@ def configure(parser: Parser) -> None:
     parser.add_argument(
         "--label-scheme", default="auto", choices=LABEL_SCHEMES, help="node label scheme"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -45,8 +45,8 @@ def execute(args: argparse.Namespace) -> int:
     )
     detection = detect_tiers(snapshot, args.label_scheme)
     dra_nodes = sum(1 for node in snapshot.nodes if node.dra)
-    if args.json:
-        print(json.dumps({**as_json(detection, args.label_scheme), "draNodes": dra_nodes}))
+    if fmt := output_format(args):
+        emit({**as_json(detection, args.label_scheme), "draNodes": dra_nodes}, fmt)
     else:
         text = render_text(detection)
         if dra_nodes:

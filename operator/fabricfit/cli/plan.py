@@ -18,8 +18,8 @@ exit 3). This module imports neither kopf nor the Kubernetes client (~1.5 s of s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError, profile_n
 from fabricfit.cli.dra import add_dra_arguments, claim_objects, read_dra
 from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
+from fabricfit.cli.output import add_output_arguments, emit, output_format
+from fabricfit.cli.progress import Progress
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
@@ -35,6 +37,7 @@ from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.nvlink_span import decision_span
 from fabricfit.placement.search import plan_placement
 from fabricfit.policy import admit, choose_fabric
@@ -45,6 +48,9 @@ from fabricfit.render.summary import render_summary
 from fabricfit.render.svg import build_svg
 from fabricfit.workloads import kind_named
 from fabricfit.workloads.pod import POD, pod_group
+
+# A plan shows progress only once it has taken this long: most take well under a second.
+PROGRESS_DELAY_SECONDS = 1.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +70,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="TT.yaml",
         help="a TrainingTopology object (or its bare spec), and the workload it names",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
     parser.add_argument("--svg", metavar="OUT", help="write an SVG picture of the plan to OUT")
     parser.add_argument(
         "--fabric",
@@ -161,7 +167,53 @@ def _choose_fabric(
         raise UsageError(str(err)) from None
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A plan and what its output needs besides the decision."""
+
+    decision: PlacementDecision
+    snapshot: ClusterSnapshot
+    spec: TrainingTopologySpec
+    fabric_reason: str
+    allocation: dict[str, Any] | None
+    gpu_choice_reason: str = ""
+
+
 def execute(args: argparse.Namespace) -> int:
+    fmt = output_format(args)
+    with Progress("fabricfit plan", enabled=fmt is None, delay_seconds=PROGRESS_DELAY_SECONDS) as p:
+        planned = plan(args, p)
+    decision, snapshot = planned.decision, planned.snapshot
+    if args.svg:
+        _write_svg(args.svg, build_svg(decision, snapshot))
+    span = decision_span(decision, snapshot, planned.spec.gpus_per_pod)
+    defaulted = planned.spec.defaulted()
+    if fmt:
+        body = {
+            **decision.to_json_dict(),
+            "fabric_reason": planned.fabric_reason,
+            "compute_domain": need_json(span),
+            "defaulted": list(defaulted),
+            "gpu_choice_reason": planned.gpu_choice_reason,
+        }
+        if planned.allocation is not None:
+            body["gpu_allocation"] = planned.allocation
+        emit(body, fmt, indent=1, sort_keys=False)
+    else:
+        sys.stdout.write(render_summary(decision, snapshot))
+        print(f"fabric {decision.fabric}: {planned.fabric_reason}")
+        if defaulted:
+            print(f"defaulted (not in the spec): {_defaults_line(defaulted)}")
+        choice = decision.gpu_choice.replace("-", " ")
+        print(f"GPUs: {choice}: {planned.gpu_choice_reason}")
+        if (line := need_line(span)) is not None:
+            print(line)
+    return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
+
+
+def plan(args: argparse.Namespace, progress: Progress) -> Planned:
+    """Read the inputs, admit the spec as the operator does, and plan."""
+    progress.update(phase="reading the inputs")
     nodes = read_objects(args.nodes, "nodes", kind="Node")
     pods = read_objects(args.pods, "pods", kind="Pod") if args.pods else []
     slices, claims = read_dra(args)
@@ -171,41 +223,39 @@ def execute(args: argparse.Namespace) -> int:
     admission = admit(raw_spec, workload, require_workload=False, claims=claimable)
     if admission.spec is None or admission.request is None:
         raise UsageError(f"topology file {shown(args.topology)}: {admission.message}")
-    spec, request = admission.spec, admission.request
+    spec = admission.spec
+    progress.update(phase=f"reading {len(nodes):,} nodes")
     # As the operator with its defaults: unlabelled nodes are of its default fabric.
-    scheme = args.label_scheme or spec.label_scheme
     snapshot = build_snapshot(
         nodes,
         pods,
-        scheme=scheme,
+        scheme=args.label_scheme or spec.label_scheme,
         default_fabric=DEFAULT_PROFILE,
         resource_slices=slices,
         resource_claims=claims,
     )
     profile, why = _choose_fabric(args, spec, snapshot)
-    fabric = profile.name
-    choice = settle_devices(request, admission.devices, snapshot)
+    progress.update(phase=f"placing {spec.world_size:,} ranks on {profile.name}")
+    choice = settle_devices(admission.request, admission.devices, snapshot)
     try:
         decision = plan_placement(choice.snapshot, choice.request, profile)
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
-        raise UsageError(f"cannot plan on fabric {fabric}: {err}") from None
-    if args.svg:
-        _write_svg(args.svg, build_svg(decision, snapshot))
-    allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable), admission.devices)
-    span = decision_span(decision, snapshot, spec.gpus_per_pod)
-    if args.json:
-        body = {**decision.to_json_dict(), "fabric_reason": why, "compute_domain": need_json(span)}
-        body["gpu_choice_reason"] = choice.words
-        if allocation is not None:
-            body["gpu_allocation"] = allocation
-        print(json.dumps(body, indent=1, sort_keys=False))
-    else:
-        sys.stdout.write(render_summary(decision, snapshot))
-        print(f"fabric {fabric}: {why}")
-        print(f"GPUs: {decision.gpu_choice.replace('-', ' ')}: {choice.words}")
-        if (line := need_line(span)) is not None:
-            print(line)
-    return EXIT_OK if decision.feasible else EXIT_INFEASIBLE
+        raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
+    claimed = pod_claim_gpus(admission.template, claimable)
+    allocation = gpu_allocation(claimed, admission.devices)
+    return Planned(decision, snapshot, spec, why, allocation, choice.words)
+
+
+def _defaults_line(defaulted: dict[str, Any]) -> str:
+    """``model`` with the values assumed, or ``model.layers 32, ...``."""
+    parts = []
+    for name, value in defaulted.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k} {v:,}" for k, v in value.items())
+            parts.append(f"{name} ({inner})")
+        else:
+            parts.append(f"{name} {value:,}")
+    return "; ".join(parts)
 
 
 def _write_svg(path: str, svg: str) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,9 +23,10 @@ from typing import Any
 
 from fabricfit.api.constants import FINALIZER
 from fabricfit.cli.common import EXIT_OK, Parser, UsageError, one_line
+from fabricfit.cli.output import add_output_arguments, emit, output_format
 
 MAX_PASSES = 5
-EXIT_INTERNAL = 3
+EXIT_REFUSED = 1  # the API server refused, or could not be reached (a kubeconfig problem is 2)
 
 
 @dataclass
@@ -46,7 +46,7 @@ def configure(parser: Parser) -> None:
         "-n", "--namespace", action="append", default=[], metavar="NS", help="only NS (repeatable)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print what would be released")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
     parser.add_argument(
         "--settle-seconds",
         type=float,
@@ -72,22 +72,43 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from fabricfit.cli.kubeconfig import credentials
+    from fabricfit.kube.rest import ApiError
+
     if args.settle_seconds < 0:
         raise UsageError("--settle-seconds must not be negative")
     namespaces: Sequence[str | None] = [None] if args.all else list(args.namespace)
+    found = credentials(args.kubeconfig)  # UsageError (exit 2) for any kubeconfig problem
     try:
-        released = asyncio.run(_release_all(args, namespaces))
-    except Exception as err:  # ApiError, bad credentials, unreachable cluster
-        print(one_line(f"fabricfit release: {type(err).__name__}: {err}"), file=sys.stderr)
-        return EXIT_INTERNAL
-    _report(released, dry_run=args.dry_run, as_json=args.json)
+        released = asyncio.run(_release_all(found, args, namespaces))
+    except ApiError as err:  # the cluster said no, or could not be reached
+        print(
+            one_line(f"fabricfit release: {describe_api_error(err, found.host)}"), file=sys.stderr
+        )
+        return EXIT_REFUSED
+    _report(released, dry_run=args.dry_run, fmt=output_format(args))
     return EXIT_OK
 
 
-async def _release_all(args: argparse.Namespace, namespaces: Sequence[str | None]) -> Released:
-    from fabricfit.kube.rest import Rest, load_credentials
+def describe_api_error(err: Any, host: str) -> str:
+    """What went wrong with the API server, in words (no Python exception names)."""
+    if err.status:
+        return f"the API server {host} refused: {err.status} {err.reason}: {err.message}"
+    cause = err.__cause__
+    verify = getattr(getattr(cause, "certificate_error", None), "verify_message", None)
+    if verify:
+        return f"the API server {host} is not trusted: certificate verify failed: {verify}"
+    os_error = getattr(cause, "os_error", None)
+    reason = getattr(os_error, "strerror", None) or "no answer"
+    return f"cannot reach the API server {host}: {reason}"
 
-    rest = Rest(load_credentials(args.kubeconfig))
+
+async def _release_all(
+    found: Any, args: argparse.Namespace, namespaces: Sequence[str | None]
+) -> Released:
+    from fabricfit.kube.rest import Rest
+
+    rest = Rest(found)
     try:
         return await release_everything(
             rest, namespaces, dry_run=args.dry_run, settle_seconds=args.settle_seconds
@@ -156,14 +177,14 @@ async def _apply(
     return True
 
 
-def _report(released: Released, *, dry_run: bool, as_json: bool) -> None:
-    if as_json:
+def _report(released: Released, *, dry_run: bool, fmt: str | None) -> None:
+    if fmt is not None:
         body = {
             "dryRun": dry_run,
             "topologies": list(dict.fromkeys(released.topologies)),
             "pods": list(dict.fromkeys(released.pods)),
         }
-        print(json.dumps(body))
+        emit(body, fmt)
         return
     verb = "would release" if dry_run else "released"
     for name in released.topologies:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
 from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
 from fabricfit.cli.fabrics import read_profile_dir
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.kube.peering import parse_priority
@@ -28,6 +29,8 @@ DEFAULT_FABRIC_DIR = "/etc/fabricfit/fabrics"
 
 if TYPE_CHECKING:
     import kopf
+
+    from fabricfit.reconcile.context import OperatorConfig
 
 
 def configure(parser: Parser) -> None:
@@ -104,34 +107,12 @@ def tune_gc() -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    import kopf
-
     from fabricfit.handlers.registry import build_registry
-    from fabricfit.reconcile.context import OperatorConfig
 
-    if not 0 <= args.metrics_port <= 65535:
-        raise UsageError("--metrics-port must be 0 (off) or a TCP port")
-    if args.resync_seconds <= 0:
-        raise UsageError("--resync-seconds must be positive")
-    try:
-        priority = parse_priority(args.priority)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    config, priority = operator_config(args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    catalog = read_profile_dir(args.fabric_dir, strict=False, missing_ok=True)
-    for why in catalog.refused.values():
-        logging.getLogger("fabricfit").warning("fabric profile refused: %s", why)
-    if args.fabric not in catalog:
-        raise UsageError(f"--fabric {args.fabric}: unknown fabric profile ({catalog.known()})")
-    config = OperatorConfig(
-        catalog=catalog,
-        default_fabric=args.fabric,
-        label_scheme=args.label_scheme,
-        resync_seconds=args.resync_seconds,
-        namespaces=tuple(args.namespace),
     )
     tune_gc()
     if args.kubeconfig:  # kopf's own login reads $KUBECONFIG
@@ -148,6 +129,42 @@ def execute(args: argparse.Namespace) -> int:
     )
     if args.peering is not None:
         add_peering_startup(registry, args.peering, tuple(args.namespace), args.kubeconfig)
+    return run_kopf(registry, args, priority)
+
+
+def operator_config(args: argparse.Namespace) -> tuple[OperatorConfig, int]:
+    """The operator's settings from its flags, and kopf's priority; UsageError for bad flags
+    (refused custom profiles are logged: the operator runs without them)."""
+    from fabricfit.reconcile.context import OperatorConfig
+
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError("--metrics-port must be 0 (off) or a TCP port")
+    if args.resync_seconds <= 0:
+        raise UsageError("--resync-seconds must be positive")
+    try:
+        priority = parse_priority(args.priority)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    catalog = read_profile_dir(args.fabric_dir, strict=False, missing_ok=True)
+    for why in catalog.refused.values():
+        logging.getLogger("fabricfit").warning("fabric profile refused: %s", why)
+    if args.fabric not in catalog:
+        message = unknown_name("fabric profile", args.fabric, catalog.profiles, catalog.known())
+        raise UsageError(f"--fabric: {message}")
+    config = OperatorConfig(
+        catalog=catalog,
+        default_fabric=args.fabric,
+        label_scheme=args.label_scheme,
+        resync_seconds=args.resync_seconds,
+        namespaces=tuple(args.namespace),
+    )
+    return config, priority
+
+
+def run_kopf(registry: kopf.OperatorRegistry, args: argparse.Namespace, priority: int) -> int:
+    """Run kopf until it stops; a start-up check that said no is one line and exit 2."""
+    import kopf
+
     try:
         kopf.run(
             registry=registry,

@@ -17,24 +17,28 @@ exit 2; exit 0 otherwise (a job that never fits is reported, not an error).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from fabricfit.cli.common import EXIT_OK, UsageError, profile_name
 from fabricfit.cli.inputs import read_objects, shown
+from fabricfit.cli.output import add_output_arguments, emit, output_format
+from fabricfit.cli.progress import Progress
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile
 from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.profiles.choice import FabricChoiceError, choose_profile
 from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.request import PlacementRequest
 from fabricfit.simulation import (
     FABRICFIT,
     PLACERS,
     QUEUE_POLICIES,
     STRICT_FIFO,
+    Placed,
+    Placer,
     Replay,
     Summary,
     TraceError,
@@ -74,7 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--label-scheme", default="auto", choices=LABEL_SCHEMES, help="node label scheme"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -86,25 +90,51 @@ def execute(args: argparse.Namespace) -> int:
         raise UsageError(f"nodes file {shown(args.nodes)}: no node has GPUs")
     profile, why = _profile(args.fabric, snapshot)
     names = [args.placer] if args.placer else list(PLACERS)
-    try:
-        runs = [
-            replay(
-                snapshot,
-                jobs,
-                profile,
-                placer=PLACERS[n],
-                name=n,
-                queue_policy=args.queue_policy if n == FABRICFIT else STRICT_FIFO,
-            )
-            for n in names
-        ]
-    except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
-        raise UsageError(f"cannot simulate on fabric {profile.name}: {err}") from None
-    if args.json:
-        print(json.dumps(as_json(runs, profile.name, why)))
+    fmt = output_format(args)
+    with Progress("fabricfit simulate", enabled=fmt is None) as progress:
+        runs = [_replay(args, (snapshot, profile), jobs, n, progress) for n in names]
+    if fmt:
+        emit(as_json(runs, profile.name, why), fmt)
     else:
         sys.stdout.write(render_text(runs, profile.name, why))
     return EXIT_OK
+
+
+def _replay(
+    args: argparse.Namespace,
+    cluster: tuple[ClusterSnapshot, FabricProfile],
+    jobs: Sequence[TraceJob],
+    name: str,
+    progress: Progress,
+) -> Replay:
+    snapshot, profile = cluster
+    progress.update(phase=f"placer {name}, jobs reached")
+    try:
+        return replay(
+            snapshot,
+            jobs,
+            profile,
+            placer=_reporting(PLACERS[name], len(jobs), progress),
+            name=name,
+            queue_policy=args.queue_policy if name == FABRICFIT else STRICT_FIFO,
+        )
+    except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
+        raise UsageError(f"cannot simulate on fabric {profile.name}: {err}") from None
+
+
+def _reporting(placer: Placer, total: int, progress: Progress) -> Placer:
+    """``placer``, telling ``progress`` how many jobs it has been asked to place so far (each
+    job's request is one object, asked again while the job waits)."""
+    seen: set[int] = set()
+
+    def place(
+        snapshot: ClusterSnapshot, request: PlacementRequest, profile: FabricProfile
+    ) -> Placed | None:
+        seen.add(id(request))
+        progress.update(done=len(seen), total=total)
+        return placer(snapshot, request, profile)
+
+    return place
 
 
 def read_trace(path: str) -> tuple[TraceJob, ...]:

@@ -88,6 +88,20 @@ def load_credentials(kubeconfig: str | None = None) -> Credentials:
         k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
             client_configuration=cfg
         )
+    return _credentials(cfg)
+
+
+def credentials_from_config(config: Mapping[str, Any]) -> Credentials:
+    """Credentials of a kubeconfig already read (and bounded) by the caller, its current
+    context; relative file paths in it must already be absolute."""
+    cfg = k8s_client.Configuration()
+    k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+        dict(config), client_configuration=cfg, persist_config=False
+    )
+    return _credentials(cfg)
+
+
+def _credentials(cfg: Any) -> Credentials:
     ctx = (
         ssl.create_default_context(cafile=cfg.ssl_ca_cert)
         if cfg.verify_ssl

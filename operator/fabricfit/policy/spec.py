@@ -31,6 +31,7 @@ value, in the words of a YAML document ("a mapping", "a number"), never a Python
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,9 +39,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabricfit.api.constants import GPU_RESOURCE
-from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.models import TrainingTopologySpec, field_names_at
 from fabricfit.api.rules import violations
 from fabricfit.fabric.deviceask import DeviceAsk, device_ask
+from fabricfit.fabric.names import suggestion
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.podclaims import PodClaims, pod_claim_gpus
 from fabricfit.fabric.pods import pod_gpu_request
@@ -137,12 +139,18 @@ def parse_spec(
     """The validated spec and every rule it breaks (empty: the API server and the planner
     would both accept it). A schema error stops at the first one, as pydantic reports it."""
     try:
-        spec = TrainingTopologySpec.model_validate(raw if raw is not None else {})
+        # CRD field names only: the API server knows no ``hidden_size`` (pydantic's by-name
+        # population is for Python callers), so neither does a spec read from a document.
+        spec = TrainingTopologySpec.model_validate(
+            raw if raw is not None else {}, by_alias=True, by_name=False
+        )
     except ValidationError as err:
         return None, (describe_validation_error(err),)
     if spec.label_scheme not in SCHEME_NAMES:  # the CRD's enum, from the scheme registry
-        return None, (f"spec.labelScheme: must be one of {_one_of(SCHEME_NAMES)}, got "
-                      f"{shorten(spec.label_scheme)}",)  # fmt: skip
+        given = spec.label_scheme
+        hint = suggestion(given, SCHEME_NAMES)
+        choice = f"must be one of {_one_of(SCHEME_NAMES)}, got {shorten(given)}{hint}"
+        return None, (f"spec.labelScheme: {choice}",)
     # The API server's verdict first; the layout's own checks only once it accepts the spec
     # (several restate a CEL rule in other words).
     problems = violations(spec, require_workload=require_workload)
@@ -211,7 +219,8 @@ def workload_problems(
         return ()
     kind = kind_named(ref.kind)
     if kind is None:
-        return (f"workload kind {ref.kind} is not supported (supported: {', '.join(KINDS)})",)
+        listed = suggestion(ref.kind, KINDS) or f" (supported: {', '.join(KINDS)})"
+        return (f"workload kind {ref.kind} is not supported{listed}",)
     if workload is None or kind.selects_pods:
         return ()
     if not pod_templates(ref.kind, workload):
@@ -260,15 +269,28 @@ def build_request(
 
 def describe_validation_error(err: ValidationError) -> str:
     """pydantic's first error as ``spec.FIELD: must … , got VALUE`` (bounded, no type names)."""
-    first = err.errors(include_url=False)[0]
+    errors = err.errors(include_url=False)
+    # "apiVersion is required" is news to someone who wrote api_version: name that key first
+    first = next((e for e in errors if e["type"] == "extra_forbidden" and _meant(e)), errors[0])
     where = ".".join(_field(part) for part in first.get("loc", ()))
     where = "spec" + (f".{where}" if where else "")
     if len(where) > MAX_FIELD_ECHO:
         where = where[: MAX_FIELD_ECHO - 3] + "..."
     text = _requirement(first["type"], first.get("ctx") or {}, str(first.get("msg", "")))
     if first["type"] in ("missing", "extra_forbidden", "value_error"):
-        return f"{where}: {text}"
-    return f"{where}: {text}, got {shorten(first.get('input'))}"
+        return f"{where}: {text}{_meant(first)}"
+    return f"{where}: {text}, got {shorten(first.get('input'))}{_meant(first)}"
+
+
+def _meant(error: Mapping[str, Any]) -> str:
+    """ " (did you mean …?)" for a mistyped field name or choice (``hidden_size``, ``pined``)."""
+    loc = tuple(error.get("loc", ()))
+    if error["type"] == "extra_forbidden" and loc:
+        return suggestion(loc[-1], field_names_at(loc[:-1]))
+    if error["type"] == "literal_error":
+        expected = str((error.get("ctx") or {}).get("expected", ""))
+        return suggestion(error.get("input"), re.findall(r"'([^']*)'", expected))
+    return ""
 
 
 def _one_of(names: tuple[str, ...]) -> str:

@@ -254,9 +254,7 @@ async def _target(run: Run, body: Mapping[str, Any], parsed: TrainingTopologySpe
     claimed = pod_claim_gpus(template, claims) if template is not None else PodClaims()
     run.draft.set(gpuAllocation=gpu_allocation(claimed, admitted.devices))
     scheme = planning.scheme_of(spec, run.state)
-    return Target(
-        spec, workload, template, tuple(pods), request, claimed, scheme, admitted.devices
-    )
+    return Target(spec, workload, template, tuple(pods), request, claimed, scheme, admitted.devices)
 
 
 def decide_plan(record: PlanRecord, target: Target, generation: int) -> PlanStep:

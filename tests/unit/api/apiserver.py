@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ def _failures(schema: dict[str, Any], value: Any, old: Any) -> Iterator[str]:
         if "oldSelf" in rule["rule"] and old is None:
             continue
         if not _holds(rule["rule"], value, old):
-            yield rule["message"]
+            yield _message(rule, value)
     if isinstance(value, dict):
         for name, sub in schema.get("properties", {}).items():
             if name in value:
@@ -82,6 +83,29 @@ def _failures(schema: dict[str, Any], value: Any, old: Any) -> Iterator[str]:
     elif isinstance(value, list) and "items" in schema:
         for item in value:
             yield from _failures(schema["items"], item, None)
+
+
+def _message(rule: dict[str, Any], value: Any) -> str:
+    """``messageExpression``'s string when it has one and it evaluates, else ``message`` (as
+    the API server falls back)."""
+    expression = rule.get("messageExpression")
+    if expression is None:
+        return str(rule["message"])
+    try:
+        program = CEL_ENV.program(CEL_ENV.compile(expression), functions={"format": _format})
+        result = program.evaluate({"self": celpy.json_to_cel(value)})
+    except celpy.CELEvalError:
+        return str(rule["message"])
+    return str(result) if isinstance(result, str) else str(rule["message"])
+
+
+def _format(template: Any, args: Any) -> Any:
+    """``string.format(list)`` of CEL's strings extension (which cel-python lacks), for the
+    ``%d`` and ``%s`` verbs the CRD's messages use."""
+    text = str(template)
+    for arg in args:
+        text = re.sub(r"%[ds]", lambda _m, arg=arg: str(arg), text, count=1)
+    return celpy.celtypes.StringType(text)
 
 
 def _holds(rule: str, value: Any, old: Any) -> bool:

@@ -157,10 +157,26 @@ def test_python_twins_report_what_cel_reports(spec: dict[str, Any], spec_failure
 
 
 def test_every_rule_but_transitions_has_a_twin_and_a_failing_case() -> None:
-    caught = {message for spec, _ in INVALID.values() for message in _python(spec)}
+    specs = [_spec(spec) for spec, _ in INVALID.values()]
     for rule in ALL_RULES:
         assert (rule.holds is None) == ("oldSelf" in rule.cel), rule.cel
-        assert rule.holds is None or rule.message in caught, rule.message
+        assert (rule.explain is None) == (rule.message_expression is None), rule.cel
+        holds = rule.holds
+        assert holds is None or any(not holds(spec) for spec in specs), rule.message
+
+
+def test_world_size_message_carries_its_numbers(spec_failures: Check) -> None:
+    spec = spec_with(gpusPerPod=8, parallelism={"tensor": 3, "pipeline": 2, "data": 1})
+    expected = (
+        "world size tensor·pipeline·data·context = 3·2·1·1 = 6 is not a multiple of "
+        "gpusPerPod 8: every pod must carry a full block of ranks"
+    )
+    assert spec_failures(spec) == [expected]
+    assert _python(spec) == [expected]
+
+
+def _spec(spec: dict[str, Any]) -> TrainingTopologySpec:
+    return TrainingTopologySpec.model_validate(_drop_nulls(copy.deepcopy(spec)))
 
 
 def _python(spec: dict[str, Any]) -> list[str]:

@@ -181,7 +181,7 @@ def test_rule_field_paths_exist(schema: dict[str, Any]) -> None:
     rules = [(n, r) for _, n in walk(schema) for r in n.get("x-kubernetes-validations", [])]
     assert len(rules) >= 12
     for node, rule in rules:
-        assert set(rule) <= {"rule", "message", "fieldPath", "reason"}
+        assert set(rule) <= {"rule", "message", "messageExpression", "fieldPath", "reason"}
         if "fieldPath" in rule:
             resolve(node, rule["fieldPath"])  # KeyError when the path is not in the schema
 

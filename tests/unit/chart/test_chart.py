@@ -15,7 +15,7 @@ import yaml
 from fabricfit.cli.common import Parser
 from fabricfit.cli.run import configure
 from fabricfit.workloads import KINDS
-from unit.chart.rendering import CHART, CI_VALUES, ROOT, of_kind, one, render, run_helm
+from unit.chart.rendering import CHART, CI_VALUES, ROOT, helm, of_kind, one, render, run_helm
 
 KUBERNETES_VERSION = "1.36"
 MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}  # prometheus-operator CRDs: no schema
@@ -396,6 +396,22 @@ def test_chart_states_the_kubernetes_versions_it_needs() -> None:
     assert chart["kubeVersion"] == ">=1.30.0-0"
     old = run_helm("template", "ff", str(CHART), "--kube-version", "v1.29.4", check=False)
     assert old.returncode != 0 and "kubeVersion" in old.stderr
+
+
+def test_helm_template_and_lint_work_with_default_flags() -> None:
+    """`helm template charts/fabricfit` as a user types it. With no cluster to ask, helm assumes
+    the Kubernetes version of the client-go it was built with (release builds set it by
+    ldflags, and so does hack/lib/build.sh); a helm without them says 1.20, which the chart's
+    kubeVersion refuses."""
+    rendered = subprocess.run(
+        [helm(), "template", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    assert one([d for d in yaml.safe_load_all(rendered.stdout) if d], "Deployment")
+    linted = subprocess.run(
+        [helm(), "lint", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 def test_uninstall_hook_releases_everything_with_only_what_it_needs() -> None:

@@ -76,3 +76,12 @@ def test_argument_errors_echo_a_short_prefix(
         cli_main.main(argv)
     err = capsys.readouterr().err
     assert done.value.code == EXIT_USAGE and err.count("\n") == 1 and len(err) <= 301, err
+
+
+def test_no_arguments_prints_the_help_on_stdout_and_exits_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli_main.main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: fabricfit") and err == ""
+    assert all(name in out for name in cli_main.SUBCOMMANDS)

@@ -227,7 +227,7 @@ def test_human_summary_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Pat
                 "--label-scheme",
                 "bogus",
             ],
-            "invalid choice",
+            "unknown --label-scheme 'bogus' (one of auto,",
         ),
     ],
 )
@@ -337,7 +337,7 @@ def test_stdin_is_read_with_a_dash(
 @pytest.mark.parametrize(
     ("tt", "fragment"),
     [
-        ("gpusPerPod: 8\nparallelism: {tensor: 3}\n", "must be a multiple of gpusPerPod"),
+        ("gpusPerPod: 8\nparallelism: {tensor: 3}\n", "= 3 is not a multiple of gpusPerPod 8"),
         ("gpusPerPod: 8\nparallelism: {tensor: 8, data: 4096, pipeline: 8}\n", "at most 4096"),
         ("gpusPerPod: 8\nplacement: 5\n", "spec.placement: must be a mapping, got 5"),
         ("kind: TrainingTopology\nspec: 7\n", "object 1: spec is a number, not a mapping"),

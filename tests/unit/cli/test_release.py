@@ -103,10 +103,10 @@ def test_scope_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--all" in capsys.readouterr().err
 
 
-def test_an_unreachable_cluster_is_one_line_and_exit_3(
+def test_a_missing_kubeconfig_is_one_line_and_exit_2(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "missing-kubeconfig"
-    assert main(["release", "--all", "--kubeconfig", str(missing)]) == 3
+    assert main(["release", "--all", "--kubeconfig", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fabricfit release: ") and err.count("\n") == 1

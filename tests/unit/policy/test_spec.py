@@ -48,7 +48,7 @@ def test_schema_errors_name_the_field_in_document_words(raw: object, message: st
 @pytest.mark.parametrize(
     ("raw", "fragment"),
     [
-        (spec(parallelism={"tensor": 3}), "must be a multiple of gpusPerPod"),
+        (spec(parallelism={"tensor": 3}), "= 3 is not a multiple of gpusPerPod 8"),
         (spec(parallelism={"tensor": 8, "data": 4096, "pipeline": 8}), "at most 4096 pods"),
         (spec(parallelism={"tensor": 8, "data": 3, "expert": 2}), "expert must divide"),
         (spec(parallelism={"tensor": 4}, gpusPerPod=4, model={"layers": 1}), None),

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, ProfileError, load_profile
 
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -55,7 +56,7 @@ class Catalog:
             return profile
         if name in self.refused:
             raise CatalogError(self.refused[name])
-        raise ProfileError(f"unknown fabric profile {name!r} ({self.known()})")
+        raise ProfileError(unknown_name("fabric profile", name, self.profiles, self.known()))
 
     def __contains__(self, name: object) -> bool:
         return name in self.profiles

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabricfit.api.constants import LABEL_FABRIC
+from fabricfit.fabric.names import suggestion
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.profiles import FabricProfile, ProfileError
 from fabricfit.fabric.profiles.catalog import Catalog
@@ -104,7 +105,8 @@ def choose_profile(
         first = unknown[0]
         raise FabricChoiceError(
             f"node {_cut(first.node)}: label {LABEL_FABRIC}={shorten(first.fabric, 60)} "
-            f"names no known fabric profile ({catalog.known()})"
+            f"names no known fabric profile"
+            f"{suggestion(first.fabric, catalog.profiles) or f' ({catalog.known()})'}"
         )
     why = f"no node names a fabric; the default {default}"
     return FabricChoice(_get(catalog, default, "the default fabric"), why)

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from fabricfit.fabric.names import unknown_name
 from fabricfit.fabric.profiles.ncclsetup import (
     BUFFSIZE_RANGE,
     NcclSetupError,
@@ -320,6 +321,7 @@ def get_profile(name: str) -> FabricProfile:
     try:
         return PRESETS[name]
     except (KeyError, TypeError):
+        presets = sorted(PRESETS)
         raise ProfileError(
-            f"unknown fabric profile {name!r} (presets: {', '.join(sorted(PRESETS))})"
+            unknown_name("fabric profile", name, presets, f"presets: {', '.join(presets)}")
         ) from None

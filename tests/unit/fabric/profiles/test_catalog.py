@@ -45,7 +45,9 @@ def test_custom_profiles_join_the_presets() -> None:
     assert catalog.get("site-a").name == "site-a"
     assert catalog.origins["site-b"] == "b.yaml"
     with pytest.raises(ProfileError, match="custom: site-a, site-b"):
-        catalog.get("site-c")
+        catalog.get("unlike-any-name")
+    with pytest.raises(ProfileError, match=r"'site-aa' \(did you mean site-a\?\)$"):
+        catalog.get("site-aa")
 
 
 @pytest.mark.parametrize(
