@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -133,6 +133,27 @@ async def _allocate(
         await replace_claim_status(rest, released_claim(written))
         return Step.CONFLICT
     return Step.RELEASED
+
+
+def devices_still_ours(
+    devices: Sequence[PodDevices],
+    claims: Iterable[Mapping[str, Any]],
+    own_pods: Collection[str],
+    others: Mapping[str, frozenset[str]],
+) -> bool:
+    """Whether a device-exact plan (not started) still has its devices: no other plan chose
+    one of them, and no claim holds one unless it is the claim of one of the job's own pods
+    (``own_pods``: their names; the job's claims count as used GPUs in the snapshot, so a
+    count of free GPUs cannot tell). Pools are node names for both drivers."""
+    mine = {(pod.node, name) for pod in devices for name in (*pod.gpus, *pod.nics)}
+    if any(gpu in others.get(pod.node, ()) for pod in devices for gpu in pod.gpus):
+        return False
+    for claim in claims:
+        users = {str(u.get("name")) for u in (claim.get("status") or {}).get("reservedFor") or []}
+        held = {(pool, device) for _, pool, device in allocated_devices(claim)}
+        if held & mine and not users <= set(own_pods):
+            return False
+    return True
 
 
 def _pools(snapshot: ClusterSnapshot, node: str) -> dict[tuple[str, str], str]:

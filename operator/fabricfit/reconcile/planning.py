@@ -37,6 +37,7 @@ from fabricfit.policy.devices import settle_devices
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
+from fabricfit.reconcile.devices import devices_still_ours
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
@@ -110,6 +111,11 @@ def plan_still_fits(run: Run, target: Target, snapshot: ClusterSnapshot) -> bool
     matching the workload's constraints (which may have appeared after planning), with room for
     its pods once other plans' holds are taken out."""
     spec, request, views = target.spec, target.request, run.views_of()
+    if run.record.devices:  # device-exact: its own claims count as used GPUs; ask by device
+        own = {str((p.get("metadata") or {}).get("name")) for p in target.pods}
+        others = run.state.ledger.device_holds(run.key, views.topologies)
+        usable = all(node_available(views, n) for n in run.record.nodes)
+        return usable and devices_still_ours(run.record.devices, views.claims, own, others)
     held = holds_of_others(
         run.key, run.state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
     )
