@@ -44,6 +44,7 @@ EXPORTED_NAMES: tuple[str, ...] = (
     "fabricfit_tensor_groups_crossing_nvlink_domain",
     "fabricfit_data_groups_crossing_rail_group",
     "fabricfit_step_spine_crossing_bytes",
+    "fabricfit_gpu_choice_enforced",
     "fabricfit_schedulable_gpus",
     "fabricfit_free_gpus",
     "fabricfit_nodes_without_topology",

@@ -406,3 +406,15 @@ def test_run_metrics_port_flag(port: str, ok: bool) -> None:
     with pytest.raises(UsageError) as err:
         execute(args)  # stops at flag validation, before kopf starts
     assert ("--metrics-port" in str(err.value)) is not ok
+
+
+def test_who_picks_the_gpus_is_a_per_job_gauge() -> None:
+    metrics = filled_metrics()
+    gauge = "fabricfit_gpu_choice_enforced"
+    assert names_of(metrics, gauge) == []  # a status that does not say: no series
+    metrics.set_job(JOB, {**STATUS, "gpuChoice": "not-enforced"})
+    assert value(metrics, gauge, namespace="team-a", name="llama") == 0.0
+    metrics.set_job(JOB, {**STATUS, "gpuChoice": "enforced"})
+    assert value(metrics, gauge, namespace="team-a", name="llama") == 1.0
+    metrics.forget_job(JOB)
+    assert names_of(metrics, gauge) == []
