@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import kueue
+from devcluster import fakenodes
+from helpers import dra, kueue
 from helpers.cluster import (
     TT,
     indexed_job,
@@ -54,6 +55,11 @@ UNEXERCISED: dict[Grant, str] = {
         )
         for verb in ("get", "patch")
     },
+    ("resource.k8s.io", "resourceclaims/binding", "update"): (
+        "a synthetic subresource: Kubernetes 1.36 checks it when a status write changes a "
+        "claim's allocation or reservedFor (the resourceclaims/status update here), and no "
+        "request names it"
+    ),
 }
 
 
@@ -242,6 +248,7 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
     waiting = wait_condition(custom, ns, "dra", "Planned", "False")
     assert waiting["status"]["gpuAllocation"]["claims"] == ["ResourceClaimTemplate/gpus"]
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "dra")
+    place_on_devices(core, custom, batch, ns)
     # Deletion releases and ungates (TrainingTopology finalizer, pod patches).
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "pp")
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "priv")
@@ -250,6 +257,41 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
         60,
         what="TrainingTopologies released",
     )
+
+
+def place_on_devices(core: Any, custom: Any, batch: Any, ns: str) -> None:
+    """Device-exact placement on a DRA-only pool: the pod's own claim is read, given the
+    delete-protection finalizer, allocated (status) and every claim listed again, before the
+    gate is lifted; the DeviceClass its template names is read."""
+    from kubernetes.client.exceptions import ApiException
+
+    fabric = fakenodes.FakeFabric(
+        prefix="privdra", pool="privdra", rail_groups_per_spine=1, nodes_per_rail_group=2
+    )
+    names = fakenodes.create_nodes(core, dra.dra_nodes(fakenodes.node_manifests(fabric)))
+    fakenodes.wait_ready(core, names)
+    created: list[tuple[str, str]] = []
+    try:
+        for body in [dra.GPU_CLASS, *(s for n in names for s in dra.node_slices(n, nics=False))]:
+            plural = "deviceclasses" if body["kind"] == "DeviceClass" else "resourceslices"
+            try:
+                custom.create_cluster_custom_object("resource.k8s.io", "v1", plural, body)
+                created.append((plural, body["metadata"]["name"]))
+            except ApiException as err:
+                if err.status != 409:
+                    raise
+        job = indexed_job("drx", 1, "privdra")
+        dra.claiming(job["spec"]["template"]["spec"], "gpus", entry="gpus")
+        batch.create_namespaced_job(ns, job)
+        tt = topology("drx", "drx", {"tensor": 8})
+        del tt["spec"]["gpusPerPod"]
+        custom.create_namespaced_custom_object(*TT[:2], ns, TT[2], tt)
+        placed = wait_condition(custom, ns, "drx", "Placed", "True")
+        assert placed["status"]["gpuChoice"] == "enforced"
+        custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "drx")
+    finally:
+        for plural, name in reversed(created):
+            custom.delete_cluster_custom_object("resource.k8s.io", "v1", plural, name)
 
 
 def run_kueue_and_gb200_paths(custom: Any, batch: Any, ns: str) -> None:
