@@ -218,3 +218,16 @@ def test_pinned_job_claiming_gpus_binds_where_planned_with_devices_allocated(
         assert [r["device"] for r in results] == named[index]
         assert [u["name"] for u in claim["status"]["reservedFor"]] == [pod.metadata.name]
     assert get_tt(custom, namespace, "dra-train")["status"]["summary"] == "Placed"
+    # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
+    # its claims' classes vanish and rewrite its status, in whatever test runs next.
+    custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,
+                                           "trainingtopologies", "dra-train")  # fmt: skip
+    wait_for(
+        lambda: (
+            not custom.list_namespaced_custom_object(
+                "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies"
+            )["items"]
+        ),
+        timeout_seconds=60,
+        what="the TrainingTopology deleted",
+    )

@@ -94,8 +94,7 @@ def explain(custom: Any, core: Any, namespace: str) -> str:
     told = [(e.involved_object.name, e.reason, (e.message or "")[:200]) for e in events
             if e.involved_object.kind == "TrainingTopology"]  # fmt: skip
     return (
-        f"conditions {conditions}; gpuChoice {status.get('gpuChoice')}; pods {shown}; "
-        f"events {told}"
+        f"conditions {conditions}; gpuChoice {status.get('gpuChoice')}; pods {shown}; events {told}"
     )
 
 
@@ -214,4 +213,17 @@ def test_each_rank_runs_on_the_gpu_and_nic_the_plan_named(
             rails.setdefault(node, set()).add(position[recorded[index]["devices"][j]])
         assert len({frozenset(r) for r in rails.values()}) == 1, (j, rails)
     assert get_tt(custom, namespace, "dra-exact")["status"]["summary"] == "Placed"
+    # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
+    # its claims' classes vanish and rewrite its status, in whatever test runs next.
+    custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,
+                                           "trainingtopologies", "dra-exact")  # fmt: skip
+    wait_for(
+        lambda: (
+            not custom.list_namespaced_custom_object(
+                "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies"
+            )["items"]
+        ),
+        timeout_seconds=60,
+        what="the TrainingTopology deleted",
+    )
     print(f"device-exact placement of 6 pods: {time.monotonic() - started:.1f} s")
