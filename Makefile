@@ -4,15 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The slowest tests are printed after every suite run, so CI output shows where the time goes.
+DURATIONS := --durations=30
 
 .PHONY: venv lint unit e2e test test-slow demo demo-down cluster-build cluster-up cluster-down bench bench-scale bench-kueue crd deploy docs docs-ref docs-serve tools image image-if-root clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml hack/constraints.txt
+$(STAMP): pyproject.toml hack/testlib/pyproject.toml hack/constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip==25.3"
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c hack/constraints.txt \
+		-e '.[dev]' -e hack/testlib
 	@touch $(STAMP)
 
 # Tools the tests run for real: promtool (Debian package, pinned) and the Prometheus server
@@ -44,7 +47,7 @@ cluster-build:
 
 # e2e tests start (and stop) their own control plane unless KUBECONFIG names a cluster.
 e2e: venv cluster-build tools image-if-root
-	$(BIN)/pytest -m "e2e and not slow" -q
+	$(BIN)/pytest -m "e2e and not slow" -q $(DURATIONS)
 
 # Everything but the long runs: lint, the docs site (strict: links and anchors), unit and e2e
 # tests. The README's test command; CI runs it.
@@ -53,14 +56,17 @@ test: venv cluster-build tools image-if-root
 	$(BIN)/ruff format --check operator tests benchmarks hack
 	$(BIN)/mypy
 	$(MKDOCS) build --strict --quiet
-	$(BIN)/pytest -m "not slow" -q
+	$(BIN)/pytest -m "not slow" -q $(DURATIONS)
 
-# The long runs (marked slow): whole-process fuzzing under a memory cap, fault and load tests.
+# The long runs (marked slow; make test runs a short variant of each, or keeps its path through
+# another test): whole-process fuzzing of the CLI under a memory cap, the full spec fuzzing and
+# 30-job burst on the real control plane, the kube-apiserver restart and the HA takeover after a
+# SIGKILL.
 test-slow: venv cluster-build
-	$(BIN)/pytest -m slow -q
+	$(BIN)/pytest -m slow -q $(DURATIONS)
 
 demo: venv
-	PYTHONPATH=hack $(BIN)/python -m demo
+	$(BIN)/python -m fabricfit_dev.demo
 
 demo-down:
 	hack/cluster down
@@ -107,7 +113,7 @@ docs-serve: venv
 
 # Regenerate docs/reference/ from the code (a unit test fails while a page is stale).
 docs-ref: venv cluster-build
-	PYTHONPATH=hack $(BIN)/python -m docsgen
+	$(BIN)/python -m fabricfit_dev.docsgen
 
 # Plain manifests for users without helm, rendered from the chart (a test checks they match).
 deploy: cluster-build

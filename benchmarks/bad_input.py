@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-# The memory-capped runner is the dev harness's (hack/devcluster), shared with the fuzz tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hack"))
-
-from devcluster.capped import run_capped
+from fabricfit_dev.capped import run_capped
 
 TT = "gpusPerPod: 8\nparallelism: {tensor: 8, data: 2}\n"
 

@@ -22,6 +22,10 @@ field whose comment reads "as ORIGIN (fitted there)" (the cloud machines' NVLink
 gcp-a3-mega, azure-nd-h100-v5 from dgx-h100, gcp-a4 from dgx-b200, oci-bm-gpu4-8 from dgx-a100)
 is written at ORIGIN's fit and held there when the preset's own rows are fitted.
 
+``--write-regimes`` also writes each hardware family's table (``fabricfit cost`` judges a preset
+on its family's rows only, ``fabricfit.calibrate.families``) and what the held-out rows at scale
+(≥ 8 domains, 4–256 MiB) say, printed here as the ``at scale`` line.
+
 Run: ``.venv/bin/python benchmarks/cost_accuracy.py [--rows] [--fit] [--write-presets]
 [--write-regimes]``
 """
@@ -37,31 +41,24 @@ from pathlib import Path
 from typing import Any
 
 from fabricfit.calibrate import accuracy
-from fabricfit.calibrate.dataset import load_cases
+from fabricfit.calibrate.families import ALSO_FIT_ON, COPY_FITTED_FROM, INHERITED
 from fabricfit.calibrate.fields import FITTABLE, fittable_fields
 from fabricfit.calibrate.fit import FitResult, Measurement, fit_to_fixpoint
-from fabricfit.calibrate.regimes import accuracy_document
+from fabricfit.calibrate.published import build_document
 from fabricfit.fabric.profiles import PRESETS, FabricProfile
+from fabricfit_dev.dataset import load_cases, read_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
 PRESET_DIR = ROOT / "operator" / "fabricfit" / "fabric" / "profiles" / "presets"
 REGIMES_FILE = ROOT / "operator" / "fabricfit" / "calibrate" / "measured-accuracy.json"
 
 DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(FabricProfile)}
-# Presets fitted on another preset's rows as well (same scale-up and scale-out hardware).
 # How a preset line says its value was fitted: "(was OLD: why)" or "(default OLD)" follows.
+# Which presets share fitted numbers (ALSO_FIT_ON: fitted on another's rows as well;
+# COPY_FITTED_FROM: take all of another's fitted numbers; INHERITED: a field commented
+# "# as ORIGIN (fitted there)", written at ORIGIN's fit and held there) is
+# fabricfit.calibrate.families, which also says whose rows judge each preset.
 FITTED = "# fitted on the [calibration] rows"
-ALSO_FIT_ON = {"dgx-h200": ("dgx-h100",)}
-# Presets that are another preset's hardware below the leaf: they take its fitted numbers as they
-# are (only the oversubscription above the leaf differs), so they are copied, not refitted.
-COPY_FITTED_FROM = {"h100-leaf-spine-2to1": "dgx-h100", "h100-rail-only": "dgx-h100"}
-# A field whose comment starts "# as ORIGIN (fitted there)" is ORIGIN's fitted number (the cloud
-# machines on an HGX board take its NVLink numbers): written at ORIGIN's fit and held there
-# when the preset's own rows are fitted.
-INHERITED = re.compile(
-    r"^(?P<name>[a-z0-9_]+):[^#\n]*# as (?P<origin>[a-z0-9-]+) \(fitted there\)", re.M
-)
 # A field whose comment starts "# held:" is a number measured elsewhere (its comment cites it):
 # the preset's own rows never move it.
 HELD = re.compile(r"^(?P<name>[a-z0-9_]+):[^#\n]*# held: ", re.M)
@@ -70,10 +67,6 @@ ORIGINS = frozenset(
     for path in PRESET_DIR.glob("*.yaml")
     for found in INHERITED.finditer(path.read_text(encoding="utf-8"))
 )
-
-
-def _read(relative: str) -> str:
-    return (FIXTURES / relative).read_text(encoding="utf-8")
 
 
 def fit_presets(cases: list[accuracy.Case]) -> dict[str, FitResult]:
@@ -291,7 +284,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = _args(argv)
-    cases = load_cases(_read, PRESETS)
+    cases = load_cases(read_fixture, PRESETS)
     judged = accuracy.judge([c for c in cases if not c.reference], PRESETS)
     bands = accuracy.band_table(judged, PRESETS)
     fitted = sum(c.calibration for c in cases)
@@ -306,8 +299,10 @@ def main(argv: list[str]) -> int:
         )
     )
     print(accuracy.render_transfers("small to large:", accuracy.small_to_large(cases, PRESETS)))
+    caveat = accuracy.scale_caveat(judged, PRESETS)
+    print(f"at scale: {caveat.describe() if caveat else 'too few held-out rows for a figure'}")
     if args.write_regimes:
-        doc = accuracy_document((b.summary() for b in bands), len(judged))
+        doc = build_document(judged, PRESETS)
         REGIMES_FILE.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {REGIMES_FILE.relative_to(ROOT)}")
     if args.fit or args.write_presets:

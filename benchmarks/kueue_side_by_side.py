@@ -4,8 +4,8 @@ by one cost model.
 
 Run from the repository root (``make bench-kueue``)::
 
-    PYTHONPATH=hack .venv/bin/python benchmarks/kueue_side_by_side.py
-    PYTHONPATH=hack .venv/bin/python benchmarks/kueue_side_by_side.py --fabrics dgx-h100 \\
+    .venv/bin/python benchmarks/kueue_side_by_side.py
+    .venv/bin/python benchmarks/kueue_side_by_side.py --fabrics dgx-h100 \\
         --jobs zero3,moe --rail-group-nodes 8 --json out.json
 
 What it does, in one run on the project's local control plane (``hack/cluster up --with
@@ -66,20 +66,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
+import side_by_side_kube as actions  # the script's own directory is sys.path[0]
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.profiles import ProfileError, get_profile
+from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.placement.pricing import PricedPods, price_pods
+from fabricfit.placement.request import request_from_spec
+from fabricfit_dev.cluster import fakenodes, kueueobjects
+from fabricfit_dev.demo.workloads import plan_tenants
+from fabricfit_dev.kube import Clients, bound_nodes, has_condition, read_cluster, read_topology
+from fabricfit_dev.waiting import WaitTimeoutError, wait_for
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "hack") not in sys.path:  # the dev-cluster harness and the demo's tenant layout
-    sys.path.insert(0, str(ROOT / "hack"))
-
-from kubernetes.client.exceptions import ApiException  # noqa: E402
-
-import side_by_side_kube as kube  # noqa: E402  (the script's own directory is sys.path[0])
-from demo.workloads import plan_tenants  # noqa: E402
-from devcluster import fakenodes, kueueobjects  # noqa: E402
-from fabricfit.api.models import TrainingTopologySpec  # noqa: E402
-from fabricfit.fabric.profiles import ProfileError, get_profile  # noqa: E402
-from fabricfit.fabric.snapshot import build_snapshot  # noqa: E402
-from fabricfit.placement.pricing import PricedPods, price_pods  # noqa: E402
-from fabricfit.placement.request import request_from_spec  # noqa: E402
 
 NATIVE = "topology.fabricfit.dev/"
 SPINE, RAIL_GROUP, RACK = NATIVE + "spine", NATIVE + "rail-group", NATIVE + "rack"
@@ -334,7 +334,7 @@ def _side(priced: PricedPods, nodes: list[str], seconds: float, note: str = "") 
 class Bench:
     """One run: the cluster, the operator, and the rows measured so far."""
 
-    def __init__(self, clients: kube.Clients, args: argparse.Namespace, started: float) -> None:
+    def __init__(self, clients: Clients, args: argparse.Namespace, started: float) -> None:
         self.c = clients
         self.args = args
         self.rows: list[Row] = []
@@ -351,8 +351,8 @@ class Bench:
         print(f"  [{time.monotonic() - self.started:5.0f} s] {message}", flush=True)
 
     def snapshot(self, shape: FabricShape) -> Any:
-        nodes, pods = kube.read_cluster(self.c, shape.pool)
-        mine = (kube.KUEUE_NS, kube.FABRICFIT_NS)
+        nodes, pods = read_cluster(self.c, f"{actions.POOL_LABEL}={shape.pool}")
+        mine = (actions.KUEUE_NS, actions.FABRICFIT_NS)
         others = [p for p in pods if p["metadata"]["namespace"] not in mine]
         return build_snapshot(nodes, others, scheme="native")
 
@@ -360,10 +360,10 @@ class Bench:
         fabric = shape.fake_fabric()
         manifests = fakenodes.node_manifests(fabric)
         started = time.monotonic()
-        kube.create_nodes(self.c, manifests)
+        actions.create_nodes(self.c, manifests)
         names = [m["metadata"]["name"] for m in manifests]
         tenants = plan_tenants(names, self.args.tenant_share, self.args.seed, shape.gpus_per_node)
-        kube.create_tenants(self.c, [(f"{t.name}-{shape.pool}"[:63], t.node, t.gpus)
+        actions.create_tenants(self.c, [(f"{t.name}-{shape.pool}"[:63], t.node, t.gpus)
                                      for t in tenants])  # fmt: skip
         held = sum(t.gpus for t in tenants)
         total = len(names) * shape.gpus_per_node
@@ -375,7 +375,7 @@ class Bench:
         )
         try:
             with (
-                kube.kueue_queues(self.c, shape.pool, shape.pool, LEVELS, total) as queue,
+                actions.kueue_queues(self.c, shape.pool, shape.pool, LEVELS, total) as queue,
                 self._fabricfit_queue(shape, total) as ff_queue,
             ):
                 for job in jobs:
@@ -383,8 +383,8 @@ class Bench:
                         self.run_job(shape, job.on(shape.gpus_per_node), queue, ff_queue)
                     )
         finally:
-            kube.delete_tenants(self.c)
-            kube.delete_pool(self.c, shape.pool)
+            actions.delete_tenants(self.c)
+            actions.delete_pool(self.c, shape.pool)
 
     @contextmanager
     def _fabricfit_queue(self, shape: FabricShape, gpus: int) -> Iterator[str | None]:
@@ -395,7 +395,9 @@ class Bench:
         from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
 
         name = f"{shape.pool}-fabricfit"
-        with kube.admission_queue(self.c, name, shape.pool, gpus, ADMISSION_CHECK_CONTROLLER) as q:
+        with actions.admission_queue(
+            self.c, name, shape.pool, gpus, ADMISSION_CHECK_CONTROLLER
+        ) as q:
             yield q
 
     def run_job(
@@ -403,7 +405,7 @@ class Bench:
     ) -> Row:
         ladder = careful_user_annotations(job, shape)
         row = Row(shape.fabric, job.key, job.label, job.pods, job.gpus_per_pod, "")
-        left = kube.leftovers(self.c)
+        left = actions.leftovers(self.c)
         if left:
             row.error = f"the cluster was not as the tenants left it ({left}); not measured"
             self.say(f"{job.key}: {row.error}")
@@ -433,7 +435,7 @@ class Bench:
             if predicted.get("stepCommSeconds") is not None:
                 row.fabricfit_status_ms = float(predicted["stepCommSeconds"]) * 1e3
             row.fabric_reason = f"{status.get('fabric', '?')}: {status.get('fabricReason', '')}"
-        except (kube.BenchError, ValueError) as err:
+        except (actions.BenchError, WaitTimeoutError, ValueError) as err:
             row.error = str(err)
             self.say(f"{job.key}: {err}")
         if row.kueue is not None and row.fabricfit is not None:
@@ -451,10 +453,10 @@ class Bench:
         for step in ladder:
             started = time.monotonic()
             name = self.fresh_name(job)
-            body = kube.indexed_job(name, job.pods, job.gpus_per_pod, shape.pool,
+            body = actions.indexed_job(name, job.pods, job.gpus_per_pod, shape.pool,
                                     queue=queue, annotations=step)  # fmt: skip
             try:
-                created = self.c.batch.create_namespaced_job(kube.KUEUE_NS, body)
+                created = self.c.batch.create_namespaced_job(actions.KUEUE_NS, body)
             except ApiException as err:  # Kueue's webhook refused the annotations
                 reason = f"refused: {(err.body or err.reason or '')[:200]}"
                 row.kueue_attempts.append(f"{describe(step)}: {reason}")
@@ -464,39 +466,49 @@ class Bench:
             outcome = self._wait_kueue(uid, job, name)
             if isinstance(outcome, list):
                 seconds = time.monotonic() - started
-                workload = kube.workload_of(self.c, uid)
+                workload = actions.workload_of(self.c, uid)
                 check = self._check_assignment(workload, outcome)
                 row.kueue_attempts.append(f"{describe(step)}: admitted{check}")
-                kube.delete_job(self.c, kube.KUEUE_NS, name)
+                actions.delete_job(self.c, actions.KUEUE_NS, name)
                 return outcome, step, seconds
             row.kueue_attempts.append(f"{describe(step)}: not admitted ({outcome})")
             self.say(f"{job.key}: Kueue did not admit [{describe(step)}]: {outcome}")
-            kube.delete_job(self.c, kube.KUEUE_NS, name)
-        raise kube.BenchError(f"Kueue admitted none of {len(ladder)} annotation sets")
+            actions.delete_job(self.c, actions.KUEUE_NS, name)
+        raise actions.BenchError(f"Kueue admitted none of {len(ladder)} annotation sets")
 
     def _wait_kueue(self, uid: str, job: BenchJob, name: str) -> list[str] | str:
         """The pods' nodes once Kueue admitted and kube-scheduler bound them, else why not."""
-        deadline = time.monotonic() + self.args.admit_seconds
         message, refused_at = "no Workload yet", None
-        while time.monotonic() < deadline:
-            workload = kube.workload_of(self.c, uid)
-            if workload is not None:
-                if kueueobjects.is_admitted(workload):
-                    found: list[str] = kube.poll(
-                        lambda: kube.bound_nodes(self.c, kube.KUEUE_NS, name, job.pods),
-                        120, f"{job.pods} pods of {name} bound")  # fmt: skip
-                    return found
-                reserved = kueueobjects.condition(workload, "QuotaReserved")
-                if reserved is not None and reserved.get("status") == "False":
-                    message = str(reserved.get("message") or "")[:200]
-                    # Kueue tried and said why; the cluster does not change while it waits, so
-                    # a refusal that stands for a few seconds is final.
-                    if "couldn't assign flavors" in message:
-                        refused_at = refused_at or time.monotonic()
-                        if time.monotonic() - refused_at >= REFUSAL_SETTLE_SECONDS:
-                            return message
-            time.sleep(0.5)
-        return message
+
+        def decided() -> dict[str, Any] | str | None:
+            """The admitted Workload, or Kueue's final refusal; None while it decides."""
+            nonlocal message, refused_at
+            workload = actions.workload_of(self.c, uid)
+            if workload is None or kueueobjects.is_admitted(workload):
+                return workload
+            reserved = kueueobjects.condition(workload, "QuotaReserved")
+            if reserved is not None and reserved.get("status") == "False":
+                message = str(reserved.get("message") or "")[:200]
+                # Kueue tried and said why; the cluster does not change while it waits, so
+                # a refusal that stands for a few seconds is final.
+                if "couldn't assign flavors" in message:
+                    refused_at = refused_at or time.monotonic()
+                    if time.monotonic() - refused_at >= REFUSAL_SETTLE_SECONDS:
+                        return message
+            return None
+
+        try:
+            outcome = wait_for(decided, self.args.admit_seconds, 0.5, f"Kueue to decide {name}")
+        except WaitTimeoutError:
+            return message
+        if isinstance(outcome, str):
+            return outcome
+        return wait_for(
+            lambda: bound_nodes(self.c.core, actions.KUEUE_NS, name, job.pods),
+            120,
+            0.3,
+            f"{job.pods} pods of {name} bound",
+        )
 
     def _check_assignment(self, workload: Mapping[str, Any] | None, nodes: list[str]) -> str:
         """Kueue's TopologyAssignment against where the pods are bound."""
@@ -517,36 +529,37 @@ class Bench:
     ) -> tuple[list[str], dict[str, Any], float]:
         """Pinned: the Job beside Kueue. AdmissionCheck: the Job in Kueue's namespace on
         fabricfit's ClusterQueue (created after its TrainingTopology, as a user would)."""
-        namespace = kube.KUEUE_NS if queue else kube.FABRICFIT_NS
+        namespace = actions.KUEUE_NS if queue else actions.FABRICFIT_NS
         name = self.fresh_name(job)
         spec = {**spec, "workloadRef": {**spec["workloadRef"], "name": name}}
         started = time.monotonic()
         body = {"apiVersion": "fabricfit.dev/v1alpha1", "kind": "TrainingTopology",
                 "metadata": {"name": name}, "spec": spec}  # fmt: skip
-        kube.create_topology(self.c, namespace, body)
+        actions.create_topology(self.c, namespace, body)
         self.c.batch.create_namespaced_job(
             namespace,
-            kube.indexed_job(name, job.pods, job.gpus_per_pod, shape.pool, queue=queue),
+            actions.indexed_job(name, job.pods, job.gpus_per_pod, shape.pool, queue=queue),
         )
         try:
-            nodes: list[str] = kube.poll(
-                lambda: kube.bound_nodes(self.c, namespace, name, job.pods),
-                self.args.admit_seconds * 3, f"fabricfit to place {job.key}")  # fmt: skip
+            nodes = wait_for(
+                lambda: bound_nodes(self.c.core, namespace, name, job.pods),
+                self.args.admit_seconds * 3,
+                0.3,
+                f"fabricfit to place {job.key}",
+            )
             seconds = time.monotonic() - started
 
             def placed() -> dict[str, Any] | None:
-                tt = kube.read_topology(self.c, namespace, name)
-                conds = (tt.get("status") or {}).get("conditions") or []
-                ok = any(c["type"] == "Placed" and c["status"] == "True" for c in conds)
-                return tt if ok else None
+                tt = read_topology(self.c.custom, namespace, name)
+                return tt if has_condition(tt, "Placed") else None
 
-            tt: dict[str, Any] = kube.poll(placed, 60, f"{job.key} to report Placed")
+            tt = wait_for(placed, 60, 0.3, f"{job.key} to report Placed")
             return nodes, tt, seconds
         finally:
             # The job (and its pods) first: whatever happens to the topology, the next run
             # must find the cluster as the tenants left it.
-            kube.delete_job(self.c, namespace, name)
-            kube.delete_topology(self.c, namespace, name)
+            actions.delete_job(self.c, namespace, name)
+            actions.delete_topology(self.c, namespace, name)
 
 
 def _groups(counts: Mapping[str, int]) -> str:
@@ -657,20 +670,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"== local control plane with {args.controllers} (state {state_dir})", flush=True)
     bench: Bench | None = None
     try:
-        _, clients = kube.start_cluster(state_dir, args.controllers, lambda m: print(f"  {m}"))
-        kube.ensure_namespaces(clients)
-        log = kube.start_operator(state_dir)
+        _, clients = actions.start_cluster(state_dir, args.controllers, lambda m: print(f"  {m}"))
+        actions.ensure_namespaces(clients)
+        log = actions.start_operator(state_dir)
         print(f"  fabricfit operator up (log {log})", flush=True)
         bench = Bench(clients, args, started)
         for fabric in args.fabrics.split(","):
             print(f"== {fabric}", flush=True)
             bench.run_fabric(fabric_shape(fabric, args.rail_group_nodes), jobs)
-    except kube.BenchError as err:
+    except (actions.BenchError, WaitTimeoutError) as err:
         print(f"kueue_side_by_side: {err}", file=sys.stderr)
         return 1
     finally:
         if not args.keep:
-            kube.stop_cluster(state_dir)
+            actions.stop_cluster(state_dir)
             if args.state_dir is None:
                 shutil.rmtree(state_dir, ignore_errors=True)
     rows = bench.rows if bench is not None else []

@@ -23,10 +23,10 @@ resync 10 s), all placed and 0 GPUs double-booked every time:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,20 +36,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-# The package, plus the dev-cluster harness (hack/devcluster) that starts a control plane;
-# nothing from the test suite.
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hack"))
-
-from devcluster import binaries, cluster, fakenodes  # noqa: E402
-from devcluster.jobs import TT, indexed_job, topology  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
+from fabricfit_dev import kube, paths
+from fabricfit_dev.cluster import binaries, controlplane, fakenodes
+from fabricfit_dev.cluster.jobs import TT, indexed_job, topology
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.kube import Clients, has_condition
+from fabricfit_dev.operator import operator_argv, operator_env
+from fabricfit_dev.waiting import WaitTimeoutError, wait_for
 
 GPUS = 8
 DRAIN_TARGET_SECONDS = 120.0
@@ -73,13 +66,6 @@ def job_sizes(jobs: int, nodes: int, seed: int) -> list[int]:
     return sizes
 
 
-def is_true(tt: dict[str, Any], type_: str) -> bool:
-    for c in (tt.get("status") or {}).get("conditions") or []:
-        if c["type"] == type_ and c["status"] == "True":
-            return True
-    return False
-
-
 def double_booked(core: Any, pool: str) -> dict[str, int]:
     nodes = {
         n.metadata.name for n in core.list_node(label_selector=f"fabricfit.dev/pool={pool}").items
@@ -93,13 +79,10 @@ def double_booked(core: Any, pool: str) -> dict[str, int]:
 
 
 def run(kubeconfig: Path, args: argparse.Namespace, log_dir: Path) -> int:
-    from kubernetes import client, config
-
-    api = config.new_client_from_config(str(kubeconfig))
-    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
-    custom = client.CustomObjectsApi(api)
+    clients = Clients.connect(kubeconfig)
+    core, batch, custom = clients.core, clients.batch, clients.custom
     kubectl = [str(binaries.locate().kubectl), f"--kubeconfig={kubeconfig}"]
-    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "crds")], check=True, capture_output=True)
+    subprocess.run([*kubectl, "apply", "-f", str(paths.CRDS)], check=True, capture_output=True)
     pool = f"load{uuid.uuid4().hex[:4]}"
     per_group = 32 if args.nodes >= 64 else max(1, args.nodes // 2)
     fabric = fakenodes.FakeFabric(
@@ -113,18 +96,12 @@ def run(kubeconfig: Path, args: argparse.Namespace, log_dir: Path) -> int:
 
     namespace = f"load-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if core.list_namespaced_service_account(namespace).items:
-            break
-        time.sleep(0.2)
+    kube.wait_service_account(core, namespace)
     log = (log_dir / "operator.log").open("wb")
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
+    argv = operator_argv(resync_seconds=args.resync_seconds, metrics_port=free_port())
     operator = subprocess.Popen(
-        [sys.executable, "-m", "fabricfit", "run", "--standalone", "--liveness", "",
-         "--metrics-port", str(free_port()), "--resync-seconds", str(args.resync_seconds)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
+        argv, stdout=log, stderr=subprocess.STDOUT, env=operator_env(kubeconfig)
+    )
     try:
         time.sleep(5)  # kopf's initial listing
         sizes = job_sizes(args.jobs, len(names), args.seed)
@@ -137,17 +114,22 @@ def run(kubeconfig: Path, args: argparse.Namespace, log_dir: Path) -> int:
         created = time.monotonic() - burst
         print(f"{args.jobs} jobs ({sum(sizes)} pods) created in {created:.1f} s", flush=True)
         peak, done, all_planned = 0.0, 0, float("nan")
-        limit = time.monotonic() + args.timeout
-        while time.monotonic() < limit and operator.poll() is None:
+
+        def drained() -> bool:
+            """Every job Placed (or the operator gone); samples RSS and progress meanwhile."""
+            nonlocal peak, done, all_planned
+            if operator.poll() is not None:
+                return True
             peak = max(peak, peak_rss_mib(operator.pid))
             items = custom.list_namespaced_custom_object(*TT[:2], namespace, TT[2])["items"]
-            done = sum(1 for tt in items if is_true(tt, "Placed"))
-            planned = sum(1 for tt in items if is_true(tt, "Planned"))
+            done = sum(1 for tt in items if has_condition(tt, "Placed"))
+            planned = sum(1 for tt in items if has_condition(tt, "Planned"))
             if planned == args.jobs and math.isnan(all_planned):  # the first time
                 all_planned = time.monotonic() - burst
-            if done == args.jobs:
-                break
-            time.sleep(1.0)
+            return done == args.jobs
+
+        with contextlib.suppress(WaitTimeoutError):  # the table reports a drain that timed out
+            wait_for(drained, args.timeout, 1.0, "every job Placed")
         drain = time.monotonic() - burst
         if operator.poll() is None:
             peak = max(peak, peak_rss_mib(operator.pid))
@@ -190,11 +172,11 @@ def main() -> int:
     if given:
         return run(Path(given), args, log_dir)
     os.environ["FABRICFIT_STATE_DIR"] = str(log_dir / "cluster")
-    state = cluster.up(binaries.require(), lambda msg: print(f"[cluster] {msg}"))
+    state = controlplane.up(binaries.require(), lambda msg: print(f"[cluster] {msg}"))
     try:
         return run(state.kubeconfig, args, log_dir)
     finally:
-        cluster.down(lambda msg: None)
+        controlplane.down(lambda msg: None)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 loaded machine its figures are mostly waiting. This benchmark drives the same code a
 TrainingTopology's create event runs (``reconcile.service.reconcile`` with the views
 ``handlers.common.views_from`` builds from the node and bound-pod mirrors and kopf-like indexes)
-against the in-memory API server of the shell unit tests (``devcluster.memapi``), so every cost
+against the in-memory API server of the shell unit tests (``fabricfit_dev.memapi``), so every cost
 left is the operator's own CPU:
 
 - ``--nodes`` DGX-H100 nodes (default 12,800; rail groups of 32 nodes under spines of 8, as
@@ -47,28 +47,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hack"))
-
-from demo.workloads import plan_tenants, tenant_manifest  # noqa: E402
-from devcluster import fakenodes, scale  # noqa: E402
-from devcluster.memapi import FakeApi  # noqa: E402
-from fabricfit.api.constants import (  # noqa: E402
+from fabricfit.api.constants import (
     GROUP,
     JOB_COMPLETION_INDEX_LABEL,
     PLURAL,
     TOPOLOGY_LABEL,
     VERSION,
 )
-from fabricfit.cli import run  # noqa: E402
-from fabricfit.handlers.common import views_from  # noqa: E402
-from fabricfit.kube.mirror import Mirror  # noqa: E402
-from fabricfit.kube.rest import path_for  # noqa: E402
-from fabricfit.reconcile import planning, service  # noqa: E402
-from fabricfit.reconcile.cluster_pods import ClusterPods  # noqa: E402
-from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views  # noqa: E402
-from fabricfit.reconcile.inventory import holding_of, node_entry, slim_pod  # noqa: E402
-from operator_scale import burst_shapes, indexed_job, topology  # noqa: E402
+from fabricfit.cli import run
+from fabricfit.handlers.common import views_from
+from fabricfit.kube.mirror import Mirror
+from fabricfit.kube.rest import path_for
+from fabricfit.reconcile import planning, service
+from fabricfit.reconcile.cluster_pods import ClusterPods
+from fabricfit.reconcile.context import OperatorConfig, OperatorState, Views
+from fabricfit.reconcile.inventory import holding_of, node_entry, slim_pod
+from fabricfit_dev.cluster import fakenodes, scale
+from fabricfit_dev.demo.workloads import plan_tenants, tenant_manifest
+from fabricfit_dev.memapi import FakeApi
+from operator_scale import burst_shapes, indexed_job, topology
+
+ROOT = Path(__file__).resolve().parents[1]
 
 JOBS_NS, TENANTS_NS = "jobs", "tenants"
 TT_API = f"{GROUP}/{VERSION}"

@@ -1,12 +1,12 @@
 """Scale, end to end: the real operator on a 100k-GPU simulated cluster.
 
-Starts a private control plane tuned for size (``devcluster.cluster.SCALE``: more requests in
-flight, controller-manager and scheduler client limits raised, no audit log, kwok node leases
-of 20 minutes), creates ``--nodes`` kwok DGX-H100 nodes (default 12,800 = 102,400 GPUs; rail
-groups of 32 nodes under spines of 8 rail groups, native topology labels) from many threads,
-binds other tenants' pods straight to nodes (``spec.nodeName``; whole nodes and slices, about
-``--held`` of the GPUs, the demo's seeded layout), and runs ``fabricfit run`` as a process of its
-own. Then, in pinned mode:
+Starts a private control plane tuned for size (``fabricfit_dev.cluster.controlplane.SCALE``:
+more requests in flight, controller-manager and scheduler client limits raised, no audit log,
+kwok node leases of 20 minutes), creates ``--nodes`` kwok DGX-H100 nodes (default 12,800 =
+102,400 GPUs; rail groups of 32 nodes under spines of 8 rail groups, native topology labels) from
+many threads, binds other tenants' pods straight to nodes (``spec.nodeName``; whole nodes and
+slices, about ``--held`` of the GPUs, the demo's seeded layout), and runs ``fabricfit run`` as a
+process of its own. Then, in pinned mode:
 
 - a 1,024-GPU and an 8,192-GPU job (Indexed Jobs of 8-GPU pods, TP8 x DP), one after the other:
   time from TrainingTopology creation to ``Planned``, to every pod bound, and from the last
@@ -41,7 +41,6 @@ import contextlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,12 +53,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hack"))
-
-from demo.workloads import plan_tenants  # noqa: E402
-from devcluster import binaries, cluster, fakenodes, scale  # noqa: E402
-from fabricfit.api.constants import GROUP, PLURAL, VERSION  # noqa: E402
+from fabricfit.api.constants import GROUP, PLURAL, VERSION
+from fabricfit_dev import paths
+from fabricfit_dev.cluster import binaries, controlplane, fakenodes, jobs, scale
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.demo.workloads import plan_tenants
+from fabricfit_dev.kube import has_condition
+from fabricfit_dev.operator import operator_argv, operator_env
+from fabricfit_dev.waiting import WaitTimeoutError, wait_for
 
 POOL_LABEL = "fabricfit.dev/pool"
 RSS_TARGET_MIB = 600.0
@@ -69,64 +70,20 @@ BIG_JOBS_GPUS = (1024, 8192)
 TT_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/{{ns}}/{PLURAL}"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def indexed_job(name: str, pods: int, gpus: int, pool: str) -> dict[str, Any]:
-    container = {
-        "name": "train",
-        "image": "example.invalid/train:1",
-        "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "completionMode": "Indexed",
-            "completions": pods,
-            "parallelism": pods,
-            "backoffLimit": 100,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {POOL_LABEL: pool},
-                    "containers": [container],
-                }
-            },
-        },
-    }
+    """The test library's suspended Indexed Job of ``pods`` pods of ``gpus`` GPUs on ``pool``."""
+    return jobs.indexed_job(name, pods, pool, gpus)
 
 
 def topology(name: str, pods: int, gpus: int) -> dict[str, Any]:
-    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": name}
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "TrainingTopology",
-        "metadata": {"name": name},
-        "spec": {
-            "workloadRef": ref,
-            "gpusPerPod": gpus,
-            "parallelism": {"tensor": gpus, "data": pods},
-        },
-    }
+    """The TrainingTopology of the Job ``name``: TP ``gpus`` (one pod) x DP ``pods``."""
+    return jobs.topology(name, name, {"tensor": gpus, "data": pods}, gpusPerPod=gpus)
 
 
 def burst_shapes(jobs: int, seed: int) -> list[tuple[int, int]]:
     """(pods, GPUs per pod) of each small job: 1-4 pods of 4 or 8 GPUs."""
     rng = random.Random(seed)
     return [(rng.choice([1, 1, 2, 2, 4]), rng.choice([8, 8, 4])) for _ in range(jobs)]
-
-
-def is_true(tt: dict[str, Any], type_: str) -> bool:
-    return any(
-        c.get("type") == type_ and c.get("status") == "True"
-        for c in (tt.get("status") or {}).get("conditions") or []
-    )
 
 
 @dataclass
@@ -143,7 +100,7 @@ class Timeline:
         now, name = time.monotonic(), tt["metadata"]["name"]
         with self.lock:
             for cond in ("Planned", "Placed"):
-                if is_true(tt, cond):
+                if has_condition(tt, cond):
                     self.condition.setdefault((name, cond), now)
 
     def on_pod(self, _type: str, pod: dict[str, Any]) -> None:
@@ -184,12 +141,10 @@ class Sampler(threading.Thread):
 
 
 def wait(check: Callable[[], bool], timeout: float, what: str, every: float = 1.0) -> float:
+    """Seconds until ``check()`` held: the test library's wait loop, timed."""
     started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if check():
-            return time.monotonic() - started
-        time.sleep(every)
-    raise TimeoutError(f"{what} not done after {timeout:.0f} s")
+    wait_for(check, timeout, every, what)
+    return time.monotonic() - started
 
 
 def metric(url: str, name: str) -> float | None:
@@ -308,11 +263,10 @@ def make_tenants(run: Run, names: list[str], namespace: str) -> int:
 @contextlib.contextmanager
 def operator_process(run: Run, kubeconfig: Path, metrics_port: int) -> Iterator[int]:
     log = (run.log_dir / "operator.log").open("wb")
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
-    argv = [sys.executable, "-m", "fabricfit", "run", "--standalone", "--liveness", "",
-            "--metrics-port", str(metrics_port),
-            "--resync-seconds", str(run.args.resync_seconds)]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    argv = operator_argv(resync_seconds=run.args.resync_seconds, metrics_port=metrics_port)
+    proc = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, env=operator_env(kubeconfig)
+    )
     try:
         yield proc.pid
     finally:
@@ -356,7 +310,7 @@ def big_job(run: Run, gpus: int) -> None:
 
     try:
         wait(placed, run.args.timeout, f"{name} Placed", every=0.2)
-    except TimeoutError as err:
+    except WaitTimeoutError as err:
         run.notes.append(str(err))
     f = timeline.figures(name, pods)
     run.say(
@@ -397,7 +351,7 @@ def burst(run: Run) -> None:
 
     try:
         wait(drained, run.args.timeout, "burst drained", every=0.5)
-    except TimeoutError as err:
+    except WaitTimeoutError as err:
         run.notes.append(str(err))
     drain = time.monotonic() - started
     figures = [timeline.figures(name, pods) for name, pods, _ in jobs]
@@ -549,19 +503,21 @@ def main(argv: list[str] | None = None) -> int:
         apply_crd(Path(given))
         return finish(run, Path(given), clean=True)
     os.environ["FABRICFIT_STATE_DIR"] = str(log_dir / "cluster")
-    state = cluster.up(binaries.require(), lambda m: say(f"[cluster] {m}"), tuning=cluster.SCALE)
+    state = controlplane.up(
+        binaries.require(), lambda m: say(f"[cluster] {m}"), tuning=controlplane.SCALE
+    )
     try:
         pids = {p.name: p.pid for p in state.processes}
         run = Run(scale.RawApi(state.kubeconfig, args.workers * 2), args, log_dir, pids, say)
         apply_crd(state.kubeconfig)
         return finish(run, state.kubeconfig)
     finally:
-        cluster.down(lambda _msg: None)
+        controlplane.down(lambda _msg: None)
 
 
 def apply_crd(kubeconfig: Path) -> None:
     kubectl = [str(binaries.locate().kubectl), f"--kubeconfig={kubeconfig}"]
-    subprocess.run([*kubectl, "apply", "-f", str(ROOT / "crds")], check=True, capture_output=True)
+    subprocess.run([*kubectl, "apply", "-f", str(paths.CRDS)], check=True, capture_output=True)
 
 
 def clean_up(run: Run) -> None:
@@ -579,7 +535,7 @@ def clean_up(run: Run) -> None:
 def finish(run: Run, kubeconfig: Path, *, clean: bool = False) -> int:
     try:
         measure(run, kubeconfig)
-    except (TimeoutError, RuntimeError) as err:
+    except (WaitTimeoutError, RuntimeError) as err:
         run.notes.append(f"stopped: {err}")
     finally:
         if clean:

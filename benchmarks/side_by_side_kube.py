@@ -2,32 +2,30 @@
 pods, Kueue queues, jobs placed by Kueue or by fabricfit, and what the cluster shows afterwards.
 
 Everything goes through the API server of the project's local control plane (``hack/cluster up
---with ...`` in a private state directory); nothing here decides or prices a placement.
+--with ...`` in a private state directory), with the test library's client, wait loop and
+operator start (``fabricfit_dev``); nothing here decides or prices a placement.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from devcluster import cluster, fakenodes, jobs, kueueobjects
-from devcluster.controllers import KUEUE_IGNORE_LABEL, KUEUE_IGNORE_VALUE
-from devcluster.processes import free_port, http_ok, wait_until
+from fabricfit_dev import kube, paths
+from fabricfit_dev.cluster import controlplane, fakenodes, jobs, kueueobjects
+from fabricfit_dev.cluster.controllers import KUEUE_IGNORE_LABEL, KUEUE_IGNORE_VALUE
+from fabricfit_dev.kube import TT, Clients
+from fabricfit_dev.operator import ATTACHED_NAME, attach_operator
+from fabricfit_dev.waiting import wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
-TT = jobs.TT
 POOL_LABEL = fakenodes.POOL_LABEL
-INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 GPU = "nvidia.com/gpu"
 KUEUE_NS = "bench-kueue"  # Kueue manages jobs here
 FABRICFIT_NS = "bench-fabricfit"  # Kueue leaves this alone: fabricfit pins the jobs
@@ -39,38 +37,13 @@ class BenchError(Exception):
     """A failure reported in one line."""
 
 
-def poll(check: Callable[[], Any], timeout_seconds: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise BenchError(f"timed out after {timeout_seconds:.0f} s waiting for {what}")
-
-
-@dataclass(frozen=True)
-class Clients:
-    api: Any
-    core: Any
-    batch: Any
-    custom: Any
-
-    @classmethod
-    def connect(cls, kubeconfig: Path) -> Clients:
-        from kubernetes import client, config
-
-        api = config.new_client_from_config(str(kubeconfig))
-        return cls(api, client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api))
-
-
 def start_cluster(
     state_dir: Path, controllers: str, say: Callable[[str], None]
 ) -> tuple[Path, Clients]:
     """``hack/cluster up --with <controllers>`` in ``state_dir``; the CRDs applied."""
     env = {**os.environ, "FABRICFIT_STATE_DIR": str(state_dir)}
     env.pop("KUBECONFIG", None)
-    argv = [str(ROOT / "hack" / "cluster"), "up", "--with", controllers]
+    argv = [str(paths.CLUSTER_SCRIPT), "up", "--with", controllers]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -80,17 +53,17 @@ def start_cluster(
         raise BenchError("hack/cluster up printed no KUBECONFIG= line")
     kubeconfig = Path(lines[-1].split("=", 1)[1])
     say(f"control plane up ({controllers}): KUBECONFIG={kubeconfig}")
-    from devcluster import binaries
+    from fabricfit_dev.cluster import binaries
 
     kubectl = str(binaries.locate().kubectl)
-    subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "apply", "-f", str(ROOT / "crds")],
+    subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "apply", "-f", str(paths.CRDS)],
                    check=True, capture_output=True)  # fmt: skip
     return kubeconfig, Clients.connect(kubeconfig)
 
 
 def stop_cluster(state_dir: Path) -> None:
     env = {**os.environ, "FABRICFIT_STATE_DIR": str(state_dir)}
-    subprocess.run([str(ROOT / "hack" / "cluster"), "down"], env=env, capture_output=True,
+    subprocess.run([str(paths.CLUSTER_SCRIPT), "down"], env=env, capture_output=True,
                    check=False)  # fmt: skip
 
 
@@ -99,15 +72,9 @@ def start_operator(state_dir: Path, extra: Sequence[str] = ()) -> Path:
     previous = os.environ.get("FABRICFIT_STATE_DIR")
     os.environ["FABRICFIT_STATE_DIR"] = str(state_dir)
     try:
-        state = cluster.require_state()
-        liveness = f"http://127.0.0.1:{free_port()}/healthz"
-        argv = [sys.executable, "-m", "fabricfit", "run", "--standalone",
-                "--kubeconfig", str(state.kubeconfig), "--metrics-port", "0",
-                "--liveness", liveness, "--resync-seconds", "2", *extra]  # fmt: skip
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "KUBECONFIG": str(state.kubeconfig)}
-        started = cluster.attach(state, "fabricfit-operator", argv, env=env, marker="fabricfit")
-        wait_until("the fabricfit operator", lambda: http_ok(liveness), started, 90)
-        return Path(state.directory) / "logs" / "fabricfit-operator.log"
+        state = controlplane.require_state()
+        attach_operator(state, resync_seconds=2, extra=extra)
+        return Path(state.directory) / "logs" / f"{ATTACHED_NAME}.log"
     finally:
         if previous is None:
             os.environ.pop("FABRICFIT_STATE_DIR", None)
@@ -124,17 +91,7 @@ def ensure_namespaces(c: Clients) -> None:
             if err.status != 409:
                 raise
     for name in (KUEUE_NS, FABRICFIT_NS, TENANTS_NS):
-        poll(lambda n=name: _has_default_sa(c, n), 60, f"the default ServiceAccount of {name}")
-
-
-def _has_default_sa(c: Clients, namespace: str) -> bool:
-    try:
-        c.core.read_namespaced_service_account("default", namespace)
-    except ApiException as err:
-        if err.status == 404:
-            return False
-        raise
-    return True
+        kube.wait_service_account(c.core, name)
 
 
 def create_nodes(c: Clients, manifests: Sequence[dict[str, Any]]) -> None:
@@ -165,12 +122,14 @@ def create_tenants(c: Clients, tenants: Sequence[tuple[str, str, int]]) -> None:
         pods = c.core.list_namespaced_pod(TENANTS_NS).items
         return wanted <= {p.metadata.name for p in pods if p.status.phase == "Running"}
 
-    poll(running, 120, f"{len(wanted)} tenant pods to run")
+    wait_for(running, 120, 0.3, f"{len(wanted)} tenant pods to run")
 
 
 def delete_tenants(c: Clients) -> None:
     c.core.delete_collection_namespaced_pod(TENANTS_NS, grace_period_seconds=0)
-    poll(lambda: not c.core.list_namespaced_pod(TENANTS_NS).items, 120, "tenant pods to go")
+    wait_for(
+        lambda: not c.core.list_namespaced_pod(TENANTS_NS).items, 120, 0.3, "tenant pods to go"
+    )
 
 
 @contextmanager
@@ -232,24 +191,14 @@ def indexed_job(
     name: str, pods: int, gpus: int, pool: str, *,
     queue: str | None = None, annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """``devcluster.jobs``'s suspended Indexed Job on the pool, with Kueue's queue label and the
-    pod template's TAS annotations when given."""
+    """``fabricfit_dev.cluster.jobs``'s suspended Indexed Job on the pool, with Kueue's queue
+    label and the pod template's TAS annotations when given."""
     job = jobs.indexed_job(name, pods, pool, gpus)
     if queue:
         job["metadata"]["labels"] = {kueueobjects.QUEUE_LABEL: queue}
     if annotations:
         job["spec"]["template"]["metadata"] = {"annotations": dict(annotations)}
     return job
-
-
-def bound_nodes(c: Clients, namespace: str, job: str, pods: int) -> list[str] | None:
-    """Node of each pod by completion index, once every pod is bound (pod.spec.nodeName)."""
-    items = c.core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items
-    live = [p for p in items if p.metadata.deletion_timestamp is None]
-    nodes = {int(p.metadata.labels[INDEX_LABEL]): p.spec.node_name for p in live}
-    if len(nodes) != pods or not all(nodes.values()):
-        return None
-    return [nodes[i] for i in range(pods)]
 
 
 def workload_of(c: Clients, job_uid: str) -> dict[str, Any] | None:
@@ -262,11 +211,9 @@ def workload_of(c: Clients, job_uid: str) -> dict[str, Any] | None:
 
 def delete_job(c: Clients, namespace: str, job: str) -> None:
     """Delete the job, its pods (at once: kwok runs them) and, for Kueue, its Workload."""
-    try:
-        c.batch.delete_namespaced_job(job, namespace, propagation_policy="Background")
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    kube.delete_if_present(
+        lambda: c.batch.delete_namespaced_job(job, namespace, propagation_policy="Background")
+    )
 
     def gone() -> bool:
         selector = f"job-name={job}"
@@ -276,44 +223,23 @@ def delete_job(c: Clients, namespace: str, job: str) -> None:
         same = [j for j in c.batch.list_namespaced_job(namespace).items if j.metadata.name == job]
         return not same and not c.core.list_namespaced_pod(namespace, label_selector=selector).items
 
-    poll(gone, 120, f"job {job} and its pods to go")
-
-
-def read_cluster(c: Clients, pool: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Node and Pod objects (plain dicts) of the pool and every namespace."""
-    nodes = c.core.list_node(label_selector=f"{POOL_LABEL}={pool}").items
-    pods = c.core.list_pod_for_all_namespaces().items
-    return (
-        [c.api.sanitize_for_serialization(n) for n in nodes],
-        [c.api.sanitize_for_serialization(p) for p in pods],
-    )
+    wait_for(gone, 120, 0.3, f"job {job} and its pods to go")
 
 
 def create_topology(c: Clients, namespace: str, body: dict[str, Any]) -> None:
     c.custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], body)
 
 
-def read_topology(c: Clients, namespace: str, name: str) -> dict[str, Any]:
-    return dict(c.custom.get_namespaced_custom_object(*TT[:2], namespace, TT[2], name))
-
-
 def delete_topology(c: Clients, namespace: str, name: str) -> None:
-    try:
-        c.custom.delete_namespaced_custom_object(*TT[:2], namespace, TT[2], name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-
-    def gone() -> bool:
-        try:
-            read_topology(c, namespace, name)
-        except ApiException as err:
-            if err.status == 404:
-                return True
-            raise
-        return False
-
-    poll(gone, 180, f"TrainingTopology {name} to go (its reservation released)")
+    kube.delete_if_present(
+        lambda: c.custom.delete_namespaced_custom_object(*TT[:2], namespace, TT[2], name)
+    )
+    wait_for(
+        lambda: not kube.exists(lambda: kube.read_topology(c.custom, namespace, name)),
+        180,
+        0.3,
+        f"TrainingTopology {name} to go (its reservation released)",
+    )
 
 
 def leftovers(c: Clients) -> str:

@@ -6,6 +6,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/simulate.py --quick    # the small trace only
     .venv/bin/python benchmarks/simulate.py --seed 17  # also published-mix drawn with seed 17
     .venv/bin/python benchmarks/simulate.py --draws 16-47  # the targets over 32 draws (~6 min)
+    .venv/bin/python benchmarks/simulate.py --targets      # issue 35's targets, published-mix
+    .venv/bin/python benchmarks/simulate.py --contention off   # each job priced as if alone
 
 Inputs are ``benchmarks/traces/`` (``generate.py`` writes the node dump and the generated trace
 from published job-size figures; ``small.yaml`` is hand-written); ``--seed N`` (repeatable) adds
@@ -20,12 +22,15 @@ the same draws in pods of at most one 4-GPU tray; ``--seed``/``--draws`` draw it
 144-tray GB200 NVL72 cluster (``gb200-nvl72``; not with ``--quick``), per placer by the pure
 simulation (``fabricfit.simulation``,
 the same code as ``fabricfit simulate``), so every figure is the cost model's prediction, not a
-measurement on hardware. Every placer runs a strict FIFO queue; the row ``fabricfit+wait`` is
-fabricfit again under the ``wait-if-faster`` queue policy (``simulate --queue-policy``: hold the
-head of the queue when waiting for running jobs to end lets it finish sooner — a what-if, since it
-reads the trace's durations, which the operator does not know; jobs behind a held head are
-backfilled where they do not delay it). Per row: jobs placed, queueing delay mean / p95,
-makespan, mean GPU utilisation, communication GPU-hours and their share, spine-crossing bytes,
+measurement on hardware. Every placement is priced next to the running jobs' traffic, as
+``fabricfit simulate`` does by default (``--contention off``: each job as if alone, the
+figures before contention was modelled). Every placer runs a strict FIFO queue; the row
+``fabricfit+wait`` is fabricfit again under the ``wait-if-faster`` queue policy (``simulate
+--queue-policy``: hold the head of the queue when waiting for running jobs to end lets it
+finish sooner — a what-if, since it reads the trace's durations, which the operator does not
+know; jobs behind a held head are backfilled where they do not delay it). Per row: jobs
+placed, queueing delay mean / p95, makespan, mean GPU utilisation, communication GPU-hours and
+their share, spine-crossing bytes,
 the largest whole-node job that fits in one rail group (time-weighted mean / minimum), and the
 replay's wall time.
 """
@@ -33,12 +38,13 @@ replay's wall time.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from fabricfit.fabric.documents import decode_text, load_objects
 from fabricfit.fabric.profiles import get_profile
@@ -49,6 +55,7 @@ from fabricfit.simulation import (
     PLACERS,
     STRICT_FIFO,
     WAIT_IF_FASTER,
+    Rules,
     Summary,
     TraceJob,
     parse_trace,
@@ -104,11 +111,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--draws", type=_draw_range, metavar="FIRST-LAST", help="count the targets over seeds"
     )
+    parser.add_argument(
+        "--contention",
+        choices=("on", "off"),
+        default="on",
+        help="price placements next to the running jobs' traffic (default on, as simulate)",
+    )
+    parser.add_argument(
+        "--targets", action="store_true", help="the issue-35 targets on published-mix.yaml"
+    )
     args = parser.parse_args(argv)
+    contention = args.contention == "on"
     clusters = [c for c in CLUSTERS if c.quick or not args.quick]
     snapshots = {c: _snapshot(c) for c in clusters}
+    if args.targets:
+        return _targets(snapshots[CLUSTERS[0]], contention)
     if args.draws:
-        return _count_draws(snapshots, args.draws)
+        return _count_draws(snapshots, args.draws, contention)
     for cluster, snapshot in snapshots.items():
         files = cluster.traces[:1] if args.quick else cluster.traces
         documents = {
@@ -117,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for seed in args.seed:
             documents[f"published-mix seed {seed}"] = _published_mix(seed, cluster)
         for trace_name, document in documents.items():
-            _print_tables(trace_name, parse_trace(document), cluster, snapshot)
+            _print_tables(trace_name, parse_trace(document), cluster, snapshot, contention)
     return 0
 
 
@@ -127,7 +146,11 @@ def _snapshot(cluster: Cluster) -> ClusterSnapshot:
 
 
 def _print_tables(
-    trace_name: str, jobs: Sequence[TraceJob], cluster: Cluster, snapshot: ClusterSnapshot
+    trace_name: str,
+    jobs: Sequence[TraceJob],
+    cluster: Cluster,
+    snapshot: ClusterSnapshot,
+    contention: bool,
 ) -> None:
     gpus = sum(n.gpus for n in snapshot.nodes)
     for fabric in cluster.fabrics:
@@ -143,7 +166,9 @@ def _print_tables(
         )
         for name, placer, policy in ROWS:
             start = time.perf_counter()
-            result = replay(snapshot, jobs, profile, placer=placer, name=name, queue_policy=policy)
+            result = replay(
+                snapshot, jobs, profile, placer=placer, name=name, rules=Rules(policy, contention)
+            )
             wall = time.perf_counter() - start
             s = summarize(result)
             print(
@@ -155,6 +180,59 @@ def _print_tables(
                 f"{wall:>7.1f}",
                 flush=True,
             )
+
+
+TARGET_RATIO = 1.15  # Kueue emulation's communication GPU-h over fabricfit's, at least
+
+
+def _targets(snapshot: ClusterSnapshot, contention: bool) -> int:
+    """published-mix.yaml on the three H100 fabrics: fabricfit (both queue policies) against
+    the Kueue BestFit emulation, with the run's contention setting."""
+    document = load_objects(decode_text((TRACES / "published-mix.yaml").read_bytes()))[0]
+    jobs = parse_trace(document)
+    rows = [r for r in ROWS if r[0] in ("kueue-bestfit", "fabricfit", "fabricfit+wait")]
+    print(
+        f"published-mix.yaml ({len(jobs)} jobs), contention {'on' if contention else 'off'}; "
+        f"target: Kueue's comm GPU-h >= {TARGET_RATIO}x fabricfit's, waits no longer "
+        "(dgx-h100: never worse)"
+    )
+    print(
+        f"{'fabric':<22} {'placer':<15} {'comm GPU-h':>10} {'contention h':>12} "
+        f"{'spine TB':>9} {'wait mean/p95 s':>16} {'Kueue/this':>10} {'comm':>6} {'waits':>6}"
+    )
+    for fabric in CLUSTERS[0].fabrics:
+        profile = get_profile(fabric)
+        runs = {
+            name: replay(
+                snapshot, jobs, profile, placer=placer, name=name, rules=Rules(policy, contention)
+            )
+            for name, placer, policy in rows
+        }
+        got = {name: summarize(run) for name, run in runs.items()}
+        peer = got["kueue-bestfit"]
+        for name, s in got.items():
+            ratio = peer.comm_gpu_seconds / s.comm_gpu_seconds
+            waits = round(s.wait_mean_s) <= round(peer.wait_mean_s) and round(
+                s.wait_p95_s
+            ) <= round(peer.wait_p95_s)
+            wanted = ratio >= 1.0 if fabric == "dgx-h100" else ratio >= TARGET_RATIO
+            comm = "" if name == "kueue-bestfit" else ("met" if wanted else "missed")
+            wait = "" if name == "kueue-bestfit" else ("met" if waits else "missed")
+            print(
+                f"{fabric:<22} {name:<15} {s.comm_gpu_seconds / 3600:>10.1f} "
+                f"{s.contention_gpu_seconds / 3600:>12.2f} {s.spine_bytes / 1e12:>9.1f} "
+                f"{s.wait_mean_s:>8.0f}/{s.wait_p95_s:<7.0f} {ratio:>10.3f} {comm:>6} {wait:>6}",
+                flush=True,
+            )
+        if contention:
+            print(
+                "  jobs with traffic on shared links / busiest link's average load: "
+                + "; ".join(
+                    f"{name} {sum(j.shares_links for j in run.jobs)} / {run.busiest_link_share:.0%}"
+                    for name, run in runs.items()
+                )
+            )
+    return 0
 
 
 def _draw_range(text: str) -> range:
@@ -183,7 +261,9 @@ class _Tally:
     log_ratio: float = 0.0
 
 
-def _count_draws(snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range) -> int:
+def _count_draws(
+    snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range, contention: bool
+) -> int:
     names = ("kueue-bestfit", "fabricfit", "fabricfit+wait")
     rows = [r for r in ROWS if r[0] in names]
     fabrics = [(f, c) for c in snapshots for f in c.fabrics]
@@ -196,7 +276,14 @@ def _count_draws(snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range) -> 
             profile = get_profile(fabric)
             got = {
                 name: summarize(
-                    replay(snapshot, jobs, profile, placer=placer, name=name, queue_policy=policy)
+                    replay(
+                        snapshot,
+                        jobs,
+                        profile,
+                        placer=placer,
+                        name=name,
+                        rules=Rules(policy, contention),
+                    )
                 )
                 for name, placer, policy in rows
             }
@@ -233,12 +320,20 @@ def _count_draws(snapshots: Mapping[Cluster, ClusterSnapshot], seeds: range) -> 
     return 0
 
 
+def generator() -> ModuleType:
+    """``traces/generate.py``, loaded from its file: a script beside the traces it writes, not a
+    module on the path."""
+    spec = importlib.util.spec_from_file_location("generate", TRACES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _published_mix(seed: int, cluster: Cluster) -> object:
     """The generated trace drawn with ``seed`` for ``cluster`` (``traces/generate.py``, not
     written to disk)."""
-    sys.path.insert(0, str(TRACES))
-    import generate  # it puts hack/ on sys.path, so only when asked for
-
+    generate = generator()
     return generate.published_mix(seed=seed, fabric=getattr(generate, cluster.mix))
 
 

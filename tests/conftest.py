@@ -1,9 +1,6 @@
-"""Shared pytest set-up: make the control-plane harness (hack/) and tests/helpers importable."""
+"""Shared pytest set-up (the test library, fabricfit_dev, is installed in the venv by make venv)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
@@ -12,8 +9,3 @@ from hypothesis import HealthCheck, settings
 # are off (each test's own @settings still apply).
 settings.register_profile("fabricfit", suppress_health_check=[HealthCheck.too_slow], deadline=None)
 settings.load_profile("fabricfit")
-
-ROOT = Path(__file__).resolve().parent.parent
-for extra in (ROOT / "hack", ROOT / "tests"):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))

@@ -162,8 +162,9 @@ class OperatorMetrics:
         )
         self.nodes_without_topology = self._gauge(
             "fabricfit_nodes_without_topology",
-            "Nodes whose labels name no fabric tier under the operator's label scheme "
-            "(plans treat them as a flat fabric).",
+            "GPU nodes (allocatable or DRA) whose labels name no fabric tier under the "
+            "operator's label scheme (plans treat them as a flat fabric); CPU-only nodes "
+            "are not counted.",
         )
         self.free_domains = self._gauge(
             "fabricfit_free_domains",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,10 +23,9 @@ from typing import Any
 
 import pytest
 
-from helpers.operator import OperatorProcess
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from fabricfit_dev import paths
+from fabricfit_dev.kube import Clients, wait_service_account
+from fabricfit_dev.operator import OperatorProcess
 
 #: One CRD per optional controller, to tell whether a given cluster runs it.
 CONTROLLER_CRDS = {
@@ -58,16 +56,16 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if given:
         yield Path(given)
         return
-    from devcluster import binaries, cluster
+    from fabricfit_dev.cluster import binaries, controlplane
 
     state_dir = tmp_path_factory.mktemp("cluster")
     previous = os.environ.get("FABRICFIT_STATE_DIR")
     os.environ["FABRICFIT_STATE_DIR"] = str(state_dir)
     try:
-        state = cluster.up(binaries.require(), lambda msg: print(f"[cluster] {msg}"))
+        state = controlplane.up(binaries.require(), lambda msg: print(f"[cluster] {msg}"))
         yield state.kubeconfig
     finally:
-        cluster.down(lambda msg: print(f"[cluster] {msg}"))
+        controlplane.down(lambda msg: print(f"[cluster] {msg}"))
         if previous is None:
             os.environ.pop("FABRICFIT_STATE_DIR", None)
         else:
@@ -80,7 +78,7 @@ def optional_controllers(request: pytest.FixtureRequest) -> None:
     marker = request.node.get_closest_marker("controllers")
     if marker is None:
         return
-    from devcluster import binaries, cluster, controllers, install
+    from fabricfit_dev.cluster import binaries, controllers, controlplane, install
 
     names = controllers.parse_with(",".join(marker.args))
     kubeconfig: Path = request.getfixturevalue("kubeconfig")
@@ -89,35 +87,36 @@ def optional_controllers(request: pytest.FixtureRequest) -> None:
         if missing:
             pytest.skip(f"the $KUBECONFIG cluster does not run {', '.join(missing)}")
         return
-    state = cluster.require_state()
+    state = controlplane.require_state()
     install.start_controllers(state, names, binaries.require(), lambda m: print(f"[cluster] {m}"))
 
 
 def _has_crd(kubeconfig: Path, crd: str) -> bool:
-    from devcluster import binaries
+    from fabricfit_dev.cluster import binaries
 
     argv = [str(binaries.locate().kubectl), f"--kubeconfig={kubeconfig}", "get", f"crd/{crd}"]
     return subprocess.run(argv, capture_output=True, check=False).returncode == 0
 
 
 @pytest.fixture(scope="session")
-def api_client(kubeconfig: Path) -> Any:
-    from kubernetes import config
-
-    return config.new_client_from_config(str(kubeconfig))
+def clients(kubeconfig: Path) -> Clients:
+    return Clients.connect(kubeconfig)
 
 
 @pytest.fixture(scope="session")
-def core(api_client: Any) -> Any:
-    from kubernetes import client
+def api_client(clients: Clients) -> Any:
+    return clients.api
 
-    return client.CoreV1Api(api_client)
+
+@pytest.fixture(scope="session")
+def core(clients: Clients) -> Any:
+    return clients.core
 
 
 @pytest.fixture(scope="session")
 def kubectl(kubeconfig: Path) -> list[str]:
     """argv prefix for the real kubectl built by hack/cluster build."""
-    from devcluster import binaries
+    from fabricfit_dev.cluster import binaries
 
     return [str(binaries.locate().kubectl), f"--kubeconfig={kubeconfig}"]
 
@@ -129,9 +128,7 @@ def namespace(core: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     Unless the test asks for Kueue (``controllers("kueue", ...)``), Kueue is told to leave it
     alone, so tests that play Kueue's part by hand behave the same whether Kueue runs or not.
     """
-    from kubernetes.client.exceptions import ApiException
-
-    from devcluster.controllers import KUEUE_IGNORE_LABEL, KUEUE_IGNORE_VALUE
+    from fabricfit_dev.cluster.controllers import KUEUE_IGNORE_LABEL, KUEUE_IGNORE_VALUE
 
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     labels = {"fabricfit.dev/e2e": "true"}
@@ -139,15 +136,7 @@ def namespace(core: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     if marker is None or "kueue" not in marker.args:
         labels[KUEUE_IGNORE_LABEL] = KUEUE_IGNORE_VALUE
     core.create_namespace({"metadata": {"name": name, "labels": labels}})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            core.read_namespaced_service_account("default", name)
-            break
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            time.sleep(0.2)
+    wait_service_account(core, name)
     yield name
     core.delete_namespace(name)
 
@@ -156,8 +145,7 @@ def namespace(core: Any, request: pytest.FixtureRequest) -> Iterator[str]:
 def operator(
     kubeconfig: Path, kubectl: list[str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
-    root = Path(__file__).resolve().parents[2]
-    subprocess.run([*kubectl, "apply", "-f", str(root / "crds")], check=True, capture_output=True)
+    subprocess.run([*kubectl, "apply", "-f", str(paths.CRDS)], check=True, capture_output=True)
     proc = OperatorProcess(kubeconfig, tmp_path_factory.mktemp("operator"))
     proc.start()
     yield proc
@@ -182,14 +170,10 @@ def kueue_operator(operator: OperatorProcess, optional_controllers: None) -> Ope
 
 
 @pytest.fixture(scope="session")
-def custom(api_client: Any) -> Any:
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client)
+def custom(clients: Clients) -> Any:
+    return clients.custom
 
 
 @pytest.fixture(scope="session")
-def batch(api_client: Any) -> Any:
-    from kubernetes import client
-
-    return client.BatchV1Api(api_client)
+def batch(clients: Clients) -> Any:
+    return clients.batch

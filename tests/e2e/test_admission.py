@@ -20,27 +20,27 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import kueue
-from helpers.admission import (
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.admission import (
     check_active,
     check_entry,
     check_state,
     report_latency,
 )
-from helpers.cluster import (
+from fabricfit_dev.e2e.kueue import checked_queue, cluster_objects
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     TT,
-    get_tt,
     indexed_job,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.kueue import checked_queue, cluster_objects
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("kueue")
 
@@ -74,7 +74,7 @@ def submit(custom: Any, batch: Any, namespace: str, name: str, pods: int, job: A
 
 
 def assert_bound_as_planned(custom: Any, namespace: str, name: str, pods: dict[int, Any]) -> None:
-    plan = planned(get_tt(custom, namespace, name))
+    plan = planned(read_topology(custom, namespace, name))
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(plan))
 
 
@@ -166,7 +166,7 @@ def test_preemption_releases_the_reservation_and_the_preemptor_is_placed(
         high_pods = wait_bound(core, namespace, "high", 4)
         wall = time.monotonic() - started
 
-        low_tt = get_tt(custom, namespace, "low")
+        low_tt = read_topology(custom, namespace, "low")
         low_wl = kueue.workload_of(custom, namespace, low_uid) or {}
 
     assert_bound_as_planned(custom, namespace, "high", high_pods)

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from helpers import kueue
-from helpers.admission import check_active, check_state, report_latency
-from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
-from helpers.jobset import JOBSET, bound_pods, jobset, rank_of
-from helpers.kueue import checked_queue
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.admission import check_active, check_state, report_latency
+from fabricfit_dev.e2e.jobset import JOBSET, bound_pods, jobset, rank_of
+from fabricfit_dev.e2e.kueue import checked_queue
+from fabricfit_dev.e2e.objects import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("kueue", "jobset")
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from helpers import kueue
-from helpers.admission import bound_at, check_active, check_state, seconds
-from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
-from helpers.kueue import checked_queue
-from helpers.lws import LWS, bound_pods, leader_worker_set
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.admission import bound_at, check_active, check_state, seconds
+from fabricfit_dev.e2e.kueue import checked_queue
+from fabricfit_dev.e2e.lws import LWS, bound_pods, leader_worker_set
+from fabricfit_dev.e2e.objects import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("kueue", "lws")
 

@@ -11,8 +11,15 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import TT, get_tt, indexed_job, make_pool, topology, wait_condition
-from helpers.operator import OperatorProcess
+from fabricfit_dev.e2e.objects import (
+    TT,
+    indexed_job,
+    make_pool,
+    read_topology,
+    topology,
+    wait_condition,
+)
+from fabricfit_dev.operator import OperatorProcess
 
 
 @pytest.fixture
@@ -45,7 +52,7 @@ def test_unconfigured_namespaces_are_left_alone(
             )
         wait_condition(custom, namespace, "tt", "Placed", "True")
         time.sleep(5)  # more than two resync periods of the scoped operator
-        ignored = get_tt(custom, other_namespace, "tt")
+        ignored = read_topology(custom, other_namespace, "tt")
         assert "status" not in ignored or not ignored["status"].get("conditions")
         assert not ignored["metadata"].get("finalizers")
         job = batch.read_namespaced_job("job", other_namespace)
@@ -62,7 +69,7 @@ def test_workload_in_another_namespace_cannot_be_referenced(
     spec = topology("reach", "victim", {"tensor": 8})
     spec["spec"]["workloadRef"]["namespace"] = other_namespace  # not part of the API: pruned
     custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], spec)
-    stored = get_tt(custom, namespace, "reach")
+    stored = read_topology(custom, namespace, "reach")
     assert "namespace" not in stored["spec"]["workloadRef"]
 
     tt = wait_condition(custom, namespace, "reach", "Placed", "False")

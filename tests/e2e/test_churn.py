@@ -12,22 +12,22 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from devcluster import fakenodes
-from helpers.cluster import (
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
-    get_tt,
     indexed_job,
     job_pods,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.reliability import gpus_in_use
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.reliability import gpus_in_use
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 KWOK = fakenodes.KWOK_ANNOTATION
 
@@ -89,7 +89,7 @@ def test_churn_degrades_the_right_ranks_and_moves_recreated_pods(
         bad = {not_ready, cordoned, deleted}
 
         def degraded_as_expected(name: str, want: list[int]) -> dict[str, Any] | None:
-            tt = get_tt(custom, namespace, name)
+            tt = read_topology(custom, namespace, name)
             c = condition(tt, "Degraded")
             ok = c is not None and c["status"] == "True"
             return tt if ok and tt["status"].get("degradedRanks") == want else None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from devcluster import binaries, controllers
+from fabricfit_dev.cluster import binaries, controllers
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = str(ROOT / "hack" / "cluster")

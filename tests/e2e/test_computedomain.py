@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import TT, get_tt, make_pool, planned, topology, wait_bound, wait_condition
-from helpers.computedomain import (
+from fabricfit_dev.e2e.computedomain import (
     CD,
     CHANNEL_DRIVER,
     DRA,
@@ -29,8 +28,17 @@ from helpers.computedomain import (
     remove_crd,
     tray_job,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.objects import (
+    TT,
+    make_pool,
+    planned,
+    read_topology,
+    topology,
+    wait_bound,
+    wait_condition,
+)
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 
 @pytest.fixture
@@ -109,7 +117,7 @@ def test_without_the_crd_the_condition_says_so_and_the_job_still_lands(
     assert tt["status"]["computeDomain"]["state"] == "Unavailable"
     pods = wait_bound(core, namespace, "moe", 4)
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(planned(tt)))
-    assert get_tt(custom, namespace, "moe")["status"]["summary"] == "Placed"
+    assert read_topology(custom, namespace, "moe")["status"]["summary"] == "Placed"
 
 
 def test_a_suspended_jobs_template_takes_no_new_claim_so_the_workload_declares_it(

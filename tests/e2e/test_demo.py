@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from fabricfit_dev.kube import Clients
+
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("llama-13b", "mixtral-8x7b")
 SMALL = {
@@ -32,17 +34,13 @@ SMALL = {
 def demo_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FABRICFIT_DEMO_")}
     env.pop("KUBECONFIG", None)
-    env.update(
-        FABRICFIT_STATE_DIR=str(tmp_path / "state"),
-        PYTHONPATH=str(ROOT / "hack"),
-        **extra,
-    )
+    env.update(FABRICFIT_STATE_DIR=str(tmp_path / "state"), **extra)
     return env
 
 
 def run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "demo"],
+        [sys.executable, "-m", "fabricfit_dev.demo"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -66,9 +64,7 @@ def printed_tables(out: str) -> dict[str, dict[int, str]]:
 
 
 def bound_in_cluster(kubeconfig: Path) -> dict[str, dict[int, str]]:
-    from kubernetes import client, config
-
-    core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
+    core = Clients.connect(kubeconfig).core
     bound: dict[str, dict[int, str]] = {}
     for pod in core.list_namespaced_pod("fabricfit-demo").items:
         labels = pod.metadata.labels
@@ -114,7 +110,7 @@ def check_run(result: subprocess.CompletedProcess[str], tmp_path: Path) -> dict[
 
 
 def test_demo_prints_what_the_cluster_shows_and_down_stops_everything(tmp_path: Path) -> None:
-    from devcluster import binaries
+    from fabricfit_dev.cluster import binaries
 
     if binaries.locate().missing():
         if os.environ.get("CI"):
@@ -157,7 +153,6 @@ def test_demo_compares_with_the_real_kueue_when_asked(tmp_path: Path) -> None:
     """FABRICFIT_DEMO_PEER=kueue: the demo starts Kueue with its own control plane, Kueue TAS
     places each job first (then it is deleted), fabricfit places it, and the table compares
     the two placements the cluster actually made."""
-    from kubernetes import client, config
 
     env = demo_env(tmp_path, **SMALL, FABRICFIT_DEMO_PEER="kueue",
                    FABRICFIT_DEMO_SVG=str(tmp_path / "placement.svg"))  # fmt: skip
@@ -173,7 +168,7 @@ def test_demo_compares_with_the_real_kueue_when_asked(tmp_path: Path) -> None:
         assert len(verdicts) == len(JOBS), out
         kubeconfig = Path(re.findall(r"KUBECONFIG=(\S+)", out)[0])
         assert bound_in_cluster(kubeconfig) == printed_tables(out)
-        core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
+        core = Clients.connect(kubeconfig).core
         assert core.list_namespaced_pod("fabricfit-demo-kueue").items == []  # Kueue's runs gone
         state = json.loads((tmp_path / "state" / "state.json").read_text())
         assert "kueue" in [c["name"] for c in state["controllers"]]
@@ -204,7 +199,7 @@ def test_bad_options_are_one_line_and_exit_2(
 
 
 def test_tenants_are_seeded_and_take_their_share() -> None:
-    from demo import workloads
+    from fabricfit_dev.demo import workloads
 
     nodes = [f"n{i:02d}" for i in range(64)]
     first = workloads.plan_tenants(nodes, 0.3, seed=7)

@@ -23,18 +23,18 @@ from typing import Any
 
 import pytest
 
-from devcluster import fakenodes
-from helpers.cluster import (
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e.objects import (
     RAIL_GROUP,
-    get_tt,
     indexed_job,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 DRA = ("resource.k8s.io", "v1")
 DEVICE_CLASS = {
@@ -217,7 +217,7 @@ def test_pinned_job_claiming_gpus_binds_where_planned_with_devices_allocated(
         assert {(r["driver"], r["pool"]) for r in results} == {("gpu.nvidia.com", plan[index])}
         assert [r["device"] for r in results] == named[index]
         assert [u["name"] for u in claim["status"]["reservedFor"]] == [pod.metadata.name]
-    assert get_tt(custom, namespace, "dra-train")["status"]["summary"] == "Placed"
+    assert read_topology(custom, namespace, "dra-train")["status"]["summary"] == "Placed"
     # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
     # its claims' classes vanish and rewrite its status, in whatever test runs next.
     custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,

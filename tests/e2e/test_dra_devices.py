@@ -1,9 +1,9 @@
 """Device-exact placement through DRA on the real control plane, with the real kube-scheduler.
 
 Four kwok nodes in two rail groups whose GPUs and RDMA NICs are only in ResourceSlices, in the
-shapes NVIDIA's DRA driver and dranet publish them (``helpers.dra``: 8 GPUs and 8 NICs on four
-PCIe roots, listed in reverse order so the scheduler's own first-fit choice would differ from a
-choice by position). Another tenant's pod takes four GPUs of one node through a claim
+shapes NVIDIA's DRA driver and dranet publish them (``fabricfit_dev.e2e.dra``: 8 GPUs and 8
+NICs on four PCIe roots, listed in reverse order so the scheduler's own first-fit choice would
+differ from a choice by position). Another tenant's pod takes four GPUs of one node through a claim
 kube-scheduler allocates. A suspended Indexed Job of six 4-GPU pods asks, through one
 ResourceClaimTemplate, for 4 GPUs and 4 RDMA NICs per pod (no nvidia.com/gpu); its
 TrainingTopology (TP 4 · DP 6) spans both rail groups.
@@ -25,19 +25,19 @@ from typing import Any
 
 import pytest
 
-from devcluster import fakenodes
-from helpers import dra
-from helpers.cluster import (
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e import dra
+from fabricfit_dev.e2e.objects import (
     RAIL_GROUP,
-    get_tt,
     indexed_job,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 DRA = ("resource.k8s.io", "v1")
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
@@ -81,7 +81,7 @@ def claim_of(custom: Any, core: Any, namespace: str, pod_name: str) -> dict[str,
 
 def explain(custom: Any, core: Any, namespace: str) -> str:
     """What the TrainingTopology and the job's pods show, for a failure message."""
-    status = get_tt(custom, namespace, "dra-exact").get("status") or {}
+    status = read_topology(custom, namespace, "dra-exact").get("status") or {}
     conditions = [(c["type"], c["status"], c["reason"], c["message"][:300]) for c in
                   status.get("conditions") or []]  # fmt: skip
     pods = core.list_namespaced_pod(namespace, label_selector="job-name=dra-exact").items
@@ -212,7 +212,7 @@ def test_each_rank_runs_on_the_gpu_and_nic_the_plan_named(
             node = plan[index]
             rails.setdefault(node, set()).add(position[recorded[index]["devices"][j]])
         assert len({frozenset(r) for r in rails.values()}) == 1, (j, rails)
-    assert get_tt(custom, namespace, "dra-exact")["status"]["summary"] == "Placed"
+    assert read_topology(custom, namespace, "dra-exact")["status"]["summary"] == "Placed"
     # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
     # its claims' classes vanish and rewrite its status, in whatever test runs next.
     custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,

@@ -6,7 +6,8 @@ rejects must be a 4xx (422 for a well-formed object that breaks the schema); eve
 accepts must end, within a bound, in a condition that says what happened. Node labels and GPU
 counts of every shape the API server accepts go onto fake nodes. Throughout, the operator must
 not crash, must log no traceback, and must still place a valid job afterwards. The number of
-inputs tried is printed.
+inputs tried is printed. ``make test`` posts a short run of specs (the same path and checks);
+the full run is marked ``slow`` (``make test-slow``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.api.rules import violations
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
     indexed_job,
@@ -28,8 +30,8 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 FABRICFIT_REASONS = {
     "Planned",
@@ -38,6 +40,11 @@ FABRICFIT_REASONS = {
     "InsufficientGPUs",
     "WorkloadNotFound",
 }
+#: Spec examples of the short run (make test) and of the full one (make test-slow).
+SPEC_EXAMPLES = (
+    pytest.param(25, id="short"),
+    pytest.param(100, id="full", marks=pytest.mark.slow),
+)
 FUZZ = settings(
     max_examples=100,
     deadline=None,
@@ -163,8 +170,15 @@ def new_tracebacks(operator: OperatorProcess, offset: int) -> list[str]:
     return ["\n".join(lines[i : i + 30]) for i, ln in enumerate(lines) if "Traceback" in ln]
 
 
+@pytest.mark.parametrize("examples", SPEC_EXAMPLES)
 def test_fuzzed_specs_are_rejected_or_end_in_a_clear_condition(
-    operator: OperatorProcess, custom: Any, core: Any, batch: Any, namespace: str, tmp_path: Path
+    operator: OperatorProcess,
+    custom: Any,
+    core: Any,
+    batch: Any,
+    namespace: str,
+    tmp_path: Path,
+    examples: int,
 ) -> None:
     from kubernetes.client.exceptions import ApiException
 
@@ -176,7 +190,7 @@ def test_fuzzed_specs_are_rejected_or_end_in_a_clear_condition(
     accepted: list[str] = []
     disagreements: list[Any] = []
 
-    @FUZZ
+    @settings(FUZZ, max_examples=examples)
     @given(spec=spec_strategy)
     def post(spec: dict[str, Any]) -> None:
         name = f"fz-{sum(outcomes.values())}"

@@ -19,21 +19,23 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.accounts import sa_kubeconfig
-from helpers.cluster import (
+from fabricfit_dev.chart import CHART, helm
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.e2e.accounts import sa_kubeconfig
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
-    get_tt,
     indexed_job,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess, free_port
-from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm
+from fabricfit_dev.kube import Clients
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 MONITORING_CRDS = {
     ("servicemonitors", "ServiceMonitor"),
@@ -192,7 +194,6 @@ def test_chart_rbac_is_enough_to_place_and_no_more(
     kubectl: list[str],
     namespace: str,
 ) -> None:
-    from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
     proc, credentials = sa_operator
@@ -204,7 +205,7 @@ def test_chart_rbac_is_enough_to_place_and_no_more(
     tt = wait_condition(custom, namespace, "rbac", "Placed", "True", timeout=120)
     pods = wait_bound(core, namespace, "rbac", 2)
     assert {i: p.spec.node_name for i, p in pods.items()} == dict(enumerate(planned(tt)))
-    assert condition(get_tt(custom, namespace, "rbac"), "Planned")["status"] == "True"  # type: ignore[index]
+    assert condition(read_topology(custom, namespace, "rbac"), "Planned")["status"] == "True"  # type: ignore[index]
 
     def bound_event() -> bool:
         selector = "involvedObject.kind=TrainingTopology,involvedObject.name=rbac"
@@ -214,7 +215,7 @@ def test_chart_rbac_is_enough_to_place_and_no_more(
     # The event is posted after the status patch that set Placed, so it may trail it a little.
     wait_for(bound_event, timeout_seconds=30, what="the AllPodsBound event")
 
-    as_operator = client.CoreV1Api(config.new_client_from_config(str(credentials)))
+    as_operator = Clients.connect(credentials).core
     with pytest.raises(ApiException) as denied:
         as_operator.list_namespaced_secret(namespace)
     assert denied.value.status == 403
@@ -244,14 +245,13 @@ def test_forbidden_is_denied_even_before_the_operator_runs(
     release: dict[str, Any], kubeconfig: Path, core: Any, tmp_path: Path
 ) -> None:
     """The denial is RBAC's, not the operator's: a plain token of the chart's account."""
-    from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
     account = next(o for o in release["objects"] if o["kind"] == "ServiceAccount")
     credentials = sa_kubeconfig(
         kubeconfig, core, release["namespace"], account["metadata"]["name"], tmp_path / "sa.yaml"
     )
-    as_operator = client.CoreV1Api(config.new_client_from_config(str(credentials)))
+    as_operator = Clients.connect(credentials).core
     with pytest.raises(ApiException) as denied:
         as_operator.read_namespaced_secret("anything", release["namespace"])
     assert denied.value.status == 403

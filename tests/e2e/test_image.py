@@ -30,7 +30,9 @@ from typing import IO, Any
 
 import pytest
 
-from helpers.cluster import (
+from fabricfit_dev.chart import render
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.e2e.objects import (
     TT,
     indexed_job,
     make_pool,
@@ -39,9 +41,8 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess, free_port
-from helpers.waiting import wait_for
-from unit.chart.rendering import render
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

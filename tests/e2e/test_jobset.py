@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from helpers import kueue
-from helpers.cluster import (
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.jobset import JOBSET, bound_pods, jobset, live_pods, rank_of
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     RAIL_GROUP,
     TT,
@@ -19,9 +20,8 @@ from helpers.cluster import (
     topology,
     wait_condition,
 )
-from helpers.jobset import JOBSET, bound_pods, jobset, live_pods, rank_of
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("jobset")
 

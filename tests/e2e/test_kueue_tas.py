@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from helpers import kueue
-from helpers.cluster import (
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     TT,
     foreign_pod,
@@ -25,8 +25,8 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("kueue")
 

@@ -1,9 +1,10 @@
 """Concurrency and load on the real control plane.
 
 A burst of TrainingTopologies on a pool of simulated nodes: every job placed, no GPU
-double-booked (from the bound pods), in bounded time (the full 200-on-512 run is
-``benchmarks/operator_load.py``). Two replicas with kopf peering: only the higher-priority one
-acts (the other's REST client makes no request at all), and the other takes over when it leaves.
+double-booked (from the bound pods), in bounded time (``make test`` drains 10 jobs on 32 nodes,
+the 30 on 64 are marked ``slow``; the full 200-on-512 run is ``benchmarks/operator_load.py``). Two
+replicas with kopf peering: only the higher-priority one acts (the other's REST client makes no
+request at all), and the other takes over when it leaves.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     make_pool,
     placed_names,
     planned,
@@ -27,42 +28,52 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.peering import apply_peering_crds, peers_of
-from helpers.reliability import MeteredOperator, gpus_in_use
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.peering import apply_peering_crds, peers_of
+from fabricfit_dev.e2e.reliability import MeteredOperator, gpus_in_use
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
-BURST_JOBS = 30
 BURST_DRAIN_LIMIT_SECONDS = 120
 
 
+@pytest.mark.parametrize(
+    ("burst_jobs", "rail_groups"),
+    [pytest.param(10, 2, id="short"), pytest.param(30, 4, id="full", marks=pytest.mark.slow)],
+)
 def test_burst_of_topologies_drains_without_double_booking(
-    operator: OperatorProcess, core: Any, custom: Any, batch: Any, namespace: str
+    operator: OperatorProcess,
+    core: Any,
+    custom: Any,
+    batch: Any,
+    namespace: str,
+    burst_jobs: int,
+    rail_groups: int,
 ) -> None:
-    nodes = make_pool(core, "burst64", rail_groups_per_spine=4, nodes_per_rail_group=16)
+    pool = f"burst{16 * rail_groups}"
+    nodes = make_pool(core, pool, rail_groups_per_spine=rail_groups, nodes_per_rail_group=16)
     names = {n["metadata"]["name"] for n in nodes}
     rng = random.Random(30)
-    sizes = [rng.choice([1, 1, 2, 2, 4]) for _ in range(BURST_JOBS)]
+    sizes = [rng.choice([1, 1, 2, 2, 4]) for _ in range(burst_jobs)]
     assert sum(sizes) <= len(names)
     start = time.monotonic()
     for i, pods in enumerate(sizes):
-        submit_job(batch, custom, namespace, f"b{i}", pods=pods, pool="burst64",
+        submit_job(batch, custom, namespace, f"b{i}", pods=pods, pool=pool,
                    parallelism={"tensor": 8, "data": pods})  # fmt: skip
     wait_for(
-        lambda: len(placed_names(custom, namespace)) == BURST_JOBS,
+        lambda: len(placed_names(custom, namespace)) == burst_jobs,
         BURST_DRAIN_LIMIT_SECONDS,
         1.0,
-        f"{BURST_JOBS} jobs placed",
+        f"{burst_jobs} jobs placed",
     )
     drain = time.monotonic() - start
     used = gpus_in_use(core, names)
     assert all(v <= 8 for v in used.values()), f"GPUs double-booked: {used}"
     assert sum(used.values()) == 8 * sum(sizes)
-    for i in rng.sample(range(BURST_JOBS), 5):  # spot-check plans against the bindings
+    for i in rng.sample(range(burst_jobs), 5):  # spot-check plans against the bindings
         tt = wait_condition(custom, namespace, f"b{i}", "Placed", "True")
         pods = wait_bound(core, namespace, f"b{i}", sizes[i])
         assert [pods[k].spec.node_name for k in sorted(pods)] == planned(tt)
-    print(f"\n[load] {BURST_JOBS} jobs ({sum(sizes)} pods) on {len(names)} nodes: {drain:.1f} s")
+    print(f"\n[load] {burst_jobs} jobs ({sum(sizes)} pods) on {len(names)} nodes: {drain:.1f} s")
     assert operator.alive()
 
 

@@ -16,22 +16,22 @@ from typing import Any
 
 import pytest
 
-from devcluster.memapi import merge
-from helpers import kueue
-from helpers.cluster import (
+from fabricfit_dev.e2e import kueue
+from fabricfit_dev.e2e.lws import LWS, bound_pods, leader_worker_set, live_pods
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     TT,
     condition,
     foreign_pod,
-    get_tt,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_condition,
 )
-from helpers.lws import LWS, bound_pods, leader_worker_set, live_pods
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.memapi import merge
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("lws")
 
@@ -95,7 +95,7 @@ def test_a_queued_lws_in_kueue_tas_mode_is_created_with_fabricfits_annotations(
         custom.create_namespaced_custom_object(*LWS[:2], namespace, LWS[2], body)
 
         def missing() -> str | None:
-            found = condition(get_tt(custom, namespace, "tas"), "Placed")
+            found = condition(read_topology(custom, namespace, "tas"), "Placed")
             reason = found["reason"] if found is not None else None
             return found["message"] if reason == "KueueAnnotationsMissing" else None
 

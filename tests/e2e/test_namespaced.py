@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
     foreign_pod,
@@ -27,9 +27,9 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.reliability import gpus_in_use
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.reliability import gpus_in_use
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 PLACED_AFTER_BIND_LIMIT_SECONDS = 2.0
 

@@ -15,22 +15,22 @@ import pytest
 from fabricfit.api.models import Parallelism
 from fabricfit.placement import build_layout
 from fabricfit.render.status import format_seconds
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     RAIL_GROUP,
     TT,
     condition,
     foreign_pod,
-    get_tt,
     indexed_job,
     job_pods,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 
 def test_job_lands_where_planned_with_dp_peers_in_one_rail_group(
@@ -111,19 +111,21 @@ def test_two_topologies_that_cannot_both_fit(
         placed = {
             n
             for n in ("alpha", "beta")
-            if (c := condition(get_tt(custom, namespace, n), "Placed")) and c["status"] == "True"
+            if (c := condition(read_topology(custom, namespace, n), "Placed"))
+            and c["status"] == "True"
         }
         waiting = {
             n
             for n in ("alpha", "beta")
-            if (c := condition(get_tt(custom, namespace, n), "Planned")) and c["status"] == "False"
+            if (c := condition(read_topology(custom, namespace, n), "Planned"))
+            and c["status"] == "False"
         }
         return (placed.pop(), waiting.pop()) if len(placed) == 1 and len(waiting) == 1 else None
 
     winner, loser = wait_for(one_each, timeout_seconds=90, what="one placed, one waiting")
-    waiting = condition(get_tt(custom, namespace, loser), "Planned")
+    waiting = condition(read_topology(custom, namespace, loser), "Planned")
     assert waiting is not None and waiting["reason"] == "InsufficientGPUs"
-    assert get_tt(custom, namespace, loser)["status"]["summary"] == "Waiting"
+    assert read_topology(custom, namespace, loser)["status"]["summary"] == "Waiting"
     assert job_pods(core, namespace, loser) == {}  # still suspended: nothing scheduled
 
     custom.delete_namespaced_custom_object(*TT[:2], namespace, TT[2], winner)

@@ -2,7 +2,8 @@
 
 The chart's RBAC (rendered by helm) is bound to a ServiceAccount; the operator runs with that
 account's token through a scenario that exercises every request path it has (pinned placement,
-an invalid spec and its Event, a cordon and Degraded, deletion that ungates pods, plain-Pod
+an invalid spec and its Event, a cordon and Degraded, a pinned pod left Unschedulable by another
+team's pod (read again and deleted), deletion that ungates pods, plain-Pod
 workloads, GPUs claimed through DRA, a ComputeDomain for a job over GB200 trays, and placement
 through fabricfit's Kueue AdmissionCheck with the real Kueue). The audit log
 (``<state dir>/logs/audit.log``, written by the private control plane) then says which
@@ -25,22 +26,29 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster import fakenodes
-from helpers import dra, kueue
-from helpers.cluster import (
+from fabricfit_dev.chart import CHART, helm, is_hook, kube_version
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e import dra, kueue
+from fabricfit_dev.e2e.computedomain import CD, GB200, installed_crd, tray_job
+from fabricfit_dev.e2e.held import bound, held_job, pinned, tenant
+from fabricfit_dev.e2e.objects import (
     TT,
     indexed_job,
     job_pods,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_condition,
 )
-from helpers.computedomain import CD, GB200, installed_crd, tray_job
-from helpers.operator import OperatorProcess
-from helpers.reliability import MeteredOperator, audit_events, audit_offset, state_directory
-from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm, is_hook, kube_version
+from fabricfit_dev.e2e.reliability import (
+    MeteredOperator,
+    audit_events,
+    audit_offset,
+    state_directory,
+)
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 # Grants no scenario here can use, and why.
@@ -215,6 +223,19 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
         )
     finally:
         core.patch_node(plan[0], {"spec": {"unschedulable": False}})
+    # A pinned pod left Unschedulable by another team's pod on its node: read again, deleted
+    # unbound, its replacement pinned elsewhere.
+    batch.create_namespaced_job(ns, held_job("stuck", 1, "priv"))
+    custom.create_namespaced_custom_object(
+        *TT[:2], ns, TT[2], topology("stuck", "stuck", {"tensor": 8, "data": 1})
+    )
+    first = wait_for(lambda: pinned(core, ns, "stuck", 1), what="the held pod pinned")[0]
+    core.create_namespaced_pod(
+        ns, tenant("tenant", planned(read_topology(custom, ns, "stuck"))[0], 8)
+    )
+    moved = wait_for(lambda: bound(core, ns, "stuck", 1), 90, what="the stuck pod re-placed")[0]
+    assert moved.metadata.uid != first.metadata.uid
+    custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "stuck")
     # A plain-Pod workload: pods listed by selector and labelled.
     for i in range(2):
         core.create_namespaced_pod(ns, {

@@ -29,11 +29,12 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.cluster import TT, indexed_job, make_pool, topology, wait_condition
-from helpers.operator import OperatorProcess, free_port
-from helpers.servicemonitor import scrape_configs
-from helpers.waiting import wait_for
-from unit.chart.rendering import dashboard, one, render
+from fabricfit_dev.chart import dashboard, one, render
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.e2e.objects import TT, indexed_job, make_pool, topology, wait_condition
+from fabricfit_dev.e2e.servicemonitor import scrape_configs
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 SCRAPE_INTERVAL = "1s"
 
@@ -46,7 +47,7 @@ def tool(name: str) -> str:
 
 def prometheus_server() -> Path:
     """The server ``hack/cluster build`` compiled (Debian's has no kubernetes_sd)."""
-    from devcluster import binaries
+    from fabricfit_dev.cluster import binaries
 
     server = binaries.locate().prometheus
     assert server.exists(), f"{server} is missing: run hack/cluster build (make test does)"

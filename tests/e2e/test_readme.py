@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from devcluster import fakenodes
-from helpers.cluster import POOL_LABEL, condition, planned, wait_bound, wait_condition
-from helpers.operator import OperatorProcess
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e.objects import POOL_LABEL, condition, planned, wait_bound, wait_condition
+from fabricfit_dev.operator import OperatorProcess
 from unit.doclinks import ROOT, code_blocks, section
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from devcluster import fakenodes
-from helpers.cluster import (
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e.objects import (
     TT,
     condition,
-    get_tt,
     indexed_job,
     job_pods,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 POOL = "nvl"
 TRAYS = 18
@@ -63,7 +63,7 @@ def recreated_on(core: Any, namespace: str, index: int, old_uid: str) -> str:
 
 def wait_moved(custom: Any, namespace: str, index: int, away_from: str) -> dict[str, Any]:
     def moved() -> dict[str, Any] | None:
-        tt = get_tt(custom, namespace, "nvl")
+        tt = read_topology(custom, namespace, "nvl")
         c = condition(tt, "Degraded")
         draining = c is not None and c["reason"] == "NodeMaintenance"
         return tt if draining and planned(tt)[index] != away_from else None

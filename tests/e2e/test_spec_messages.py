@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import TT, condition, indexed_job, topology, wait_condition
-from helpers.operator import OperatorProcess
+from fabricfit_dev.e2e.objects import TT, condition, indexed_job, topology, wait_condition
+from fabricfit_dev.operator import OperatorProcess
 
 WORLD_SIZE = (
     "world size tensor·pipeline·data·context = 3·1·1·1 = 3 is not a multiple of gpusPerPod 8: "

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from devcluster import fakenodes
-from helpers.waiting import wait_for
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FABRIC = fakenodes.FakeFabric(rail_groups_per_spine=2, nodes_per_rail_group=2, prefix="stack")

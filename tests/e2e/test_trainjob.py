@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from helpers.cluster import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.e2e.objects import POOL_LABEL, TT, make_pool, planned, topology, wait_condition
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 pytestmark = pytest.mark.controllers("jobset", "trainer")
 

@@ -18,8 +18,10 @@ from typing import Any
 
 import yaml
 
-from helpers.accounts import sa_kubeconfig
-from helpers.cluster import (
+from fabricfit_dev.chart import CHART, helm, is_hook, kube_version
+from fabricfit_dev.cluster.processes import free_port
+from fabricfit_dev.e2e.accounts import sa_kubeconfig
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     TT,
     make_pool,
@@ -28,9 +30,8 @@ from helpers.cluster import (
     wait_bound,
     wait_condition,
 )
-from helpers.operator import OperatorProcess, free_port
-from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm, is_hook, kube_version
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 CRD = "trainingtopologies.fabricfit.dev"
 GATE = "fabricfit.dev/placement"

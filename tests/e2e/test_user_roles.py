@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from helpers.waiting import wait_for
-from unit.chart.rendering import CHART, helm, kube_version
+from fabricfit_dev.chart import CHART, helm, kube_version
+from fabricfit_dev.waiting import wait_for
 
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.cluster import (
+from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
     TT,
     condition,
-    get_tt,
     indexed_job,
     make_pool,
     planned,
+    read_topology,
     topology,
     wait_condition,
 )
-from helpers.operator import OperatorProcess
-from helpers.waiting import wait_for
+from fabricfit_dev.operator import OperatorProcess
+from fabricfit_dev.waiting import wait_for
 
 GATE = "fabricfit.dev/placement"
 
@@ -104,7 +104,7 @@ def test_kueue_tas_mode_writes_kueue_keys(
     # The finest tier whose single domain holds the whole plan is what Kueue must respect.
     required = topology_keys["kueue.x-k8s.io/podset-required-topology"]
     assert required in ("topology.fabricfit.dev/rack", "topology.fabricfit.dev/rail-group")
-    plan = planned(get_tt(custom, namespace, "queued"))
+    plan = planned(read_topology(custom, namespace, "queued"))
     assert len({core.read_node(n).metadata.labels[required] for n in plan}) == 1
     assert topology_keys["kueue.x-k8s.io/podset-slice-required-topology"] == (
         "topology.fabricfit.dev/nvlink-domain"
@@ -123,7 +123,7 @@ def test_deleting_the_topology_ungates_pods_and_keeps_the_workload(
     custom.create_namespaced_custom_object(*TT[:2], namespace, TT[2], pod_topology("toobig", 2))
     tt = wait_condition(custom, namespace, "toobig", "Planned", "False")
     assert condition(tt, "Planned")["reason"] == "InsufficientGPUs"  # type: ignore[index]
-    assert get_tt(custom, namespace, "toobig")["metadata"]["finalizers"] == [
+    assert read_topology(custom, namespace, "toobig")["metadata"]["finalizers"] == [
         "fabricfit.dev/finalizer"
     ]
 

@@ -4,16 +4,10 @@ pools per fabric and the table (the run itself needs a cluster: make bench-kueue
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-import kueue_side_by_side as bench  # noqa: E402
+import kueue_side_by_side as bench  # benchmarks/ is on the path (pytest: pythonpath)
 
 JOBS = {j.key: j for j in bench.JOBS}
 H100 = bench.fabric_shape("dgx-h100", 16)

@@ -4,16 +4,10 @@ is ``benchmarks/operator_path.py`` without options)."""
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-import operator_path as bench  # noqa: E402
+import operator_path as bench  # benchmarks/ is on the path (pytest: pythonpath)
 
 
 def test_small_run_plans_every_job_and_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:

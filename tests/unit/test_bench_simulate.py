@@ -3,16 +3,9 @@ targets over generator draws (the 32-draw run is ``benchmarks/simulate.py --draw
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-import simulate as bench  # noqa: E402
+import simulate as bench  # benchmarks/ is on the path (pytest: pythonpath)
 
 
 def test_quick_run_prints_every_placer_and_the_wait_row(
@@ -29,9 +22,7 @@ def test_quick_run_prints_every_placer_and_the_wait_row(
 
 
 def test_the_gb200_mix_is_the_same_draws_in_tray_sized_pods() -> None:
-    sys.path.insert(0, str(BENCHMARKS / "traces"))
-    import generate
-
+    generate = bench.generator()
     h100 = generate.published_mix(seed=21)["jobs"]
     gb200 = generate.published_mix(seed=21, fabric=generate.NVL72)["jobs"]
     assert [j["name"] for j in h100] == [j["name"] for j in gb200]
@@ -45,7 +36,7 @@ def test_the_gb200_mix_is_the_same_draws_in_tray_sized_pods() -> None:
     # the same offered load on 576 GPUs instead of 512: arrivals come 512/576 as far apart
     assert gb200[-1]["arrival"] == pytest.approx(h100[-1]["arrival"] * 512 / 576, rel=0.01)
     # the shipped files are what the generator writes
-    shipped = (BENCHMARKS / "traces" / "published-mix-nvl72.yaml").read_text(encoding="utf-8")
+    shipped = (bench.TRACES / "published-mix-nvl72.yaml").read_text(encoding="utf-8")
     assert generate.yaml.safe_load(shipped) == generate.published_mix(fabric=generate.NVL72)
 
 

@@ -98,7 +98,7 @@ def test_every_command_shown_runs(page: str, command: str) -> None:
 
 def test_cluster_commands_shown_parse() -> None:
     """``fabricfit run|release`` lines need a cluster to run; their flags must still parse."""
-    from docsgen.cli import parser_of
+    from fabricfit_dev.docsgen.cli import parser_of
 
     for page, command in shown_commands():
         argv = shlex.split(command)
@@ -184,14 +184,14 @@ def test_the_architecture_page_names_real_modules(module: str) -> None:
 
 
 def generated(helm: bool) -> list[str]:
-    from docsgen.pages import NEEDS_HELM, PAGES
+    from fabricfit_dev.docsgen.pages import NEEDS_HELM, PAGES
 
     return [path for path in PAGES if (path in NEEDS_HELM) == helm]
 
 
 @pytest.mark.parametrize("path", generated(helm=False))
 def test_generated_reference_page_is_current(path: str) -> None:
-    from docsgen.pages import stale
+    from fabricfit_dev.docsgen.pages import stale
 
     assert stale([path]) == [], f"{path} is stale: run `make docs-ref`"
 
@@ -199,13 +199,13 @@ def test_generated_reference_page_is_current(path: str) -> None:
 @pytest.mark.tools
 @pytest.mark.parametrize("path", generated(helm=True))
 def test_generated_page_helm_renders_is_current(path: str) -> None:
-    from docsgen.pages import stale
+    from fabricfit_dev.docsgen.pages import stale
 
     assert stale([path]) == [], f"{path} is stale: run `make docs-ref`"
 
 
 def test_a_stale_page_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    from docsgen import pages
+    from fabricfit_dev.docsgen import pages
 
     path = generated(helm=False)[0]
     monkeypatch.setitem(pages.PAGES, path, lambda: "# changed\n")

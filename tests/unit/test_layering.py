@@ -23,6 +23,7 @@ PURE = (
     "fabric",
     "cost",
     "calibrate",
+    "contention",
     "placement",
     "simulation",
     "render",

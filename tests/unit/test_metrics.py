@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 import ssl
 import subprocess
@@ -13,7 +14,6 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devcluster import fakenodes
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.profiles import get_profile
@@ -27,6 +27,7 @@ from fabricfit.reconcile.inventory import slim_node, take_snapshot
 from fabricfit.reconcile.observe import Observer, seconds_since, timed
 from fabricfit.reconcile.service import Outcome
 from fabricfit.render.status import build_plan_status, reservation_of
+from fabricfit_dev.cluster import fakenodes
 
 JOB = ("team-a", "llama")
 STATUS: dict[str, Any] = {
@@ -368,6 +369,11 @@ def test_census_measures_fragmentation_and_drops_vanished_jobs() -> None:
     assert names_of(metrics, "fabricfit_placement_efficiency_ratio") == []
     bare = _views()
     bare.nodes[0]["metadata"]["labels"] = {}
+    cpu_only = copy.deepcopy(bare.nodes[1])  # no tier label and no GPU: nothing to place there
+    cpu_only["metadata"] = {"name": "cpu-0", "labels": {}}
+    for section in ("allocatable", "capacity"):
+        cpu_only["status"][section] = {"cpu": "64", "memory": "256Gi"}
+    bare.nodes.append(cpu_only)
     observer.census(bare)
     assert value(metrics, "fabricfit_nodes_without_topology") == 1
 

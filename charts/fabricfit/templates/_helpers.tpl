@@ -72,10 +72,11 @@ RBAC reference is generated from it.
   resources: ["trainingtopologies/status"]
   verbs: ["patch"]
 # Pods: watched to count the GPUs they hold, and patched to pin (node affinity), label and
-# ungate the workload's pods.
+# ungate the workload's pods; a pinned pod kube-scheduler calls Unschedulable (something else
+# took its node's GPUs) is read again and deleted, unbound, so its controller recreates it gated.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "patch", "delete"]
 # Workloads: read, then patched while suspended (scheduling gate, labels, Kueue annotations,
 # affinities) and unsuspended; one rule per registered workload kind (files/workload-rules.yaml,
 # generated from the workload-kind registry by `make crd`).

@@ -94,6 +94,9 @@ class Reason(StrEnum):
     # admission-check mode: Kueue has not admitted the Workload (or evicted it)
     NOT_ADMITTED = ("NotAdmitted", _PLACED, "False", _NORMAL)
     PODS_OFF_PLAN = ("PodsOffPlan", _PLACED, "False", _WARN)
+    # Pinned pods kube-scheduler calls Unschedulable: something fabricfit does not place took
+    # their node's GPUs (or the node); re-placed and recreated, or waiting where none fits.
+    PODS_UNSCHEDULABLE = ("PodsUnschedulable", _PLACED, "False", _WARN)
     # Degraded
     NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)
     NODE_UNAVAILABLE = ("NodeUnavailable", _DEGRADED, "True", _WARN)

@@ -19,22 +19,27 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fabricfit.calibrate.fields import LATENCY_MAX_BYTES
 from fabricfit.calibrate.fit import FitRow, Measurement, fit_profile, measured_seconds, predict
 from fabricfit.calibrate.regimes import (
+    AT_SCALE_MIN_ROWS,
+    AT_SCALE_MIN_SOURCES,
     SCOPES,
     SIZE_BANDS,
     RegimeAccuracy,
+    ScaleCaveat,
     domains_spanned,
     scope,
     size_band,
 )
 from fabricfit.cost.collectives import Collective
 from fabricfit.fabric.profiles import FabricProfile
+
+REFERENCE_ROWS_PER_LINE = 4
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ class Band:
     def summary(self) -> RegimeAccuracy:
         n, median, worst = self.stats()
         _, held_median, held_worst = self.stats(False)
-        fitted = len(self.fitted)
+        fitted, fitted_median, fitted_worst = self.stats(True)
         return RegimeAccuracy(
             self.size,
             self.scope,
@@ -176,6 +181,8 @@ class Band:
             worst,
             held_median,
             held_worst,
+            fitted_median,
+            fitted_worst,
         )
 
 
@@ -201,6 +208,37 @@ def band_table(judged: Iterable[Judged], profiles: Mapping[str, FabricProfile]) 
         )
         for (s, sc, coll), rows in sorted(groups.items())
     ]
+
+
+def family_regimes(
+    judged: Iterable[Judged], profiles: Mapping[str, FabricProfile], members: Collection[str]
+) -> list[RegimeAccuracy]:
+    """The regime summaries over the rows of the presets in ``members`` only (a family)."""
+    return [
+        b.summary() for b in band_table((j for j in judged if j.case.fabric in members), profiles)
+    ]
+
+
+def scale_caveat(
+    judged: Iterable[Judged], profiles: Mapping[str, FabricProfile]
+) -> ScaleCaveat | None:
+    """What the held-out rows at scale say (``regimes.ScaleCaveat``), over every GPU preset's
+    rows there; None with fewer than ``AT_SCALE_MIN_ROWS`` rows or ``AT_SCALE_MIN_SOURCES``
+    sources (never a figure from one row or one run)."""
+    rows = []
+    for j in judged:
+        m, profile = j.case.measurement, profiles[j.case.fabric]
+        if j.case.reference or j.case.calibration or profile.is_torus:
+            continue
+        if ScaleCaveat.applies(m.size_bytes, scope_of(m, profile)):
+            rows.append(j)
+    sources = {j.case.measurement.source for j in rows}
+    if len(rows) < AT_SCALE_MIN_ROWS or len(sources) < AT_SCALE_MIN_SOURCES:
+        return None
+    ratios = [1 + j.row.error for j in rows]  # predicted / measured busbw
+    optimistic = sum(r > 1 for r in ratios)
+    median = statistics.median(ratios)
+    return ScaleCaveat(len(rows), len(sources), optimistic, median, min(ratios), max(ratios))
 
 
 def _fmt(value: float, latency: bool) -> str:
@@ -248,14 +286,29 @@ def render_rows(judged: Iterable[Judged]) -> str:
 
 
 def render_references(cases: Iterable[Case], profiles: Mapping[str, FabricProfile]) -> str:
-    lines = ["reference rows (printed, not judged):"]
+    """Reference rows, one line each; a run of more than :data:`REFERENCE_ROWS_PER_LINE` rows
+    (a whole sweep kept for another use) is one line with the range of its time ratios."""
+    groups: dict[tuple[str, str, str], list[Case]] = {}
     for c in cases:
         if c.reference:
-            row = predict(profiles[c.fabric], c.measurement)
-            lines.append(
+            key = (c.id.split("@", 1)[0], c.reference, c.measurement.source)
+            groups.setdefault(key, []).append(c)
+    lines = ["reference rows (printed, not judged):"]
+    for (run, reason, source), found in groups.items():
+        rows = [(c, predict(profiles[c.fabric], c.measurement)) for c in found]
+        if len(rows) <= REFERENCE_ROWS_PER_LINE:
+            lines += [
                 f"  {c.id}: measured {c.measurement.time_us:.2f} us, predicted "
-                f"{row.predicted_time_us:.2f} us: {c.reference} [{c.measurement.source}]"
-            )
+                f"{row.predicted_time_us:.2f} us: {reason} [{source}]"
+                for c, row in rows
+            ]
+            continue
+        ratios = [c.measurement.time_us / row.predicted_time_us for c, row in rows]
+        sizes = [c.measurement.size_bytes for c in found]
+        lines.append(
+            f"  {run} ({len(rows)} rows, {min(sizes)}-{max(sizes)} B): measured / predicted time"
+            f" {min(ratios):.2f}x to {max(ratios):.2f}x: {reason} [{source}]"
+        )
     return "\n".join(lines)
 
 

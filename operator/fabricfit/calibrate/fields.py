@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fabricfit.cost.shape import GroupShape
 from fabricfit.fabric.profiles import FabricProfile
 
 
@@ -51,6 +52,18 @@ FITTABLE: dict[str, Field] = {
     "alltoall_decay": Field(0.0, 2.0, False, True),
     "p2p_fill_chunks": Field(0.0, 8.0, False, True),
 }
+# How a cluster's bandwidth and latency change with scale beyond what the model's structure gives
+# (ring steps linear in ranks, tree levels in log2 of the domains, NCCL's per-node-count caps):
+# the decay of scale-out bandwidth with the domains spanned, and the cost of leaving a rail group
+# (the spine's switch hops per network step, its taper). Fitted only by ``fabricfit calibrate``
+# (``fit_profile(scale=True)``), on rows that separate them from the flat fields
+# (:func:`scale_precondition`); never into a preset, whose numbers must be derived, not tuned.
+SCALE_FITTABLE: dict[str, Field] = {
+    "scaleout_decay": Field(0.0, 2.0, False, True),
+    "switch_hop_latency_us": Field(0.0, 20.0, False, False),
+    "leaf_oversubscription": Field(1.0, 8.0, True, True),
+}
+ALL_FIELDS: dict[str, Field] = {**FITTABLE, **SCALE_FITTABLE}
 # Rows of at most this many bytes per rank are latency rows (the accuracy report's bands too).
 LATENCY_MAX_BYTES = 64 * 1024
 # A field is constrained when one step (×/÷ LOG_STEP, or ± LINEAR_STEP of its range) moves some
@@ -63,8 +76,9 @@ PRIOR_WEIGHT = 0.01
 UNCONSTRAINED = "no row constrains it"
 
 
-def fittable_fields(profile: FabricProfile) -> tuple[str, ...]:
-    """Fields :func:`fit_profile` may change on this profile (NVLS ones only with NVLS)."""
+def fittable_fields(profile: FabricProfile, *, scale: bool = False) -> tuple[str, ...]:
+    """Fields :func:`fit_profile` may change on this profile (NVLS ones only with NVLS; the
+    scale terms of :data:`SCALE_FITTABLE` only with ``scale``)."""
     if profile.torus is not None:
         return ()
     nvls_only = (
@@ -74,13 +88,33 @@ def fittable_fields(profile: FabricProfile) -> tuple[str, ...]:
         "nvls_tree_efficiency",
         "nvls_tree_stage_fill_loops",
     )
-    return tuple(f for f in FITTABLE if profile.nvls or f not in nvls_only)
+    names = (*FITTABLE, *(SCALE_FITTABLE if scale else ()))
+    return tuple(f for f in names if profile.nvls or f not in nvls_only)
+
+
+def scale_precondition(name: str, shapes: Sequence[tuple[int, GroupShape]]) -> str | None:
+    """Why the rows (``(bytes per rank, shape)``) cannot separate scale term ``name`` from the
+    flat fields, or None when they can: the decay needs bandwidth rows at two or more domain
+    counts, one beyond two (with one count it is a second NIC efficiency); the rail-group terms
+    need multi-domain rows inside one rail group and rows across rail groups."""
+    multi = [(size, s) for size, s in shapes if s.multi_domain]
+    if name == "scaleout_decay":
+        counts = {s.domains for size, s in multi if size > LATENCY_MAX_BYTES}
+        if len(counts) < 2 or max(counts) <= 2:
+            return "needs bandwidth rows at two or more domain counts, one beyond 2 domains"
+        return None
+    across = {s.crosses_spine for _, s in multi}
+    if True not in across:
+        return "no row crosses a rail group"
+    if False not in across:
+        return "needs rows inside one rail group too"
+    return None
 
 
 def steps(name: str, value: float) -> list[float]:
     """The values one step from ``value`` either way (×/÷ LOG_STEP, or ± LINEAR_STEP of the
     field's range, within its bounds), without ``value`` itself."""
-    spec = FITTABLE[name]
+    spec = ALL_FIELDS[name]
     if spec.log_space and value > 0:
         return [value * LOG_STEP, value / LOG_STEP]
     width = LINEAR_STEP * (spec.high - spec.low)
@@ -95,7 +129,7 @@ def prior_penalty(profile: FabricProfile, base: FabricProfile, names: Sequence[s
         value, start = float(getattr(profile, name)), float(getattr(base, name))
         if value == start:
             continue
-        spec = FITTABLE[name]
+        spec = ALL_FIELDS[name]
         if spec.log_space and value > 0 and start > 0:
             total += math.log(value / start) ** 2
         else:

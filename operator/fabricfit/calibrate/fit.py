@@ -41,51 +41,59 @@ import statistics
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, NamedTuple
 
 from fabricfit.calibrate.fields import (
-    FITTABLE,
+    ALL_FIELDS,
     LATENCY_MAX_BYTES,
+    SCALE_FITTABLE,
     SENSITIVITY_MIN,
     UNCONSTRAINED,
     fittable_fields,
     prior_penalty,
+    scale_precondition,
     steps,
+)
+from fabricfit.calibrate.measurements import (
+    FitError,
+    Measurement,
+    measured_seconds,
+    measurements_from_log,
+    nccl_release_of,
+    row_timing,
+    shared_release,
 )
 from fabricfit.calibrate.search import best_value
 from fabricfit.cost.chunks import call_channels
-from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape
+from fabricfit.cost.collectives import bus_factor, estimate_shape
 from fabricfit.cost.shape import GroupShape, summarize_group
 from fabricfit.fabric.profiles import FabricProfile
-from fabricfit.fabric.profiles.ncclsetup import NcclSetupError, parse_version, run_env_fields
+from fabricfit.fabric.profiles.ncclsetup import run_env_fields
 from fabricfit.fabric.topology import GpuSlot
+
+__all__ = [
+    "FitError",
+    "FitResult",
+    "FitRow",
+    "Measurement",
+    "constraints",
+    "fit_profile",
+    "fit_to_fixpoint",
+    "layout",
+    "measured_seconds",
+    "measurements_from_log",
+    "nccl_release_of",
+    "predict",
+    "row_timing",
+    "run_seconds",
+    "shared_release",
+]
 
 # A field changes only when that lowers the score by this much (0.01 points of mean |log
 # error|): no drift to buy a 0.001 % gain, and a fit that ends when a sweep changes nothing.
 MIN_GAIN = 1e-4
 MAX_SWEEPS = 30
 MAX_REFITS = 20
-
-
-class FitError(ValueError):
-    """The measurements cannot be fitted or predicted (one-line message)."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    collective: Collective
-    size_bytes: int
-    nodes: int
-    gpus_per_node: int
-    busbw_gb_per_s: float
-    time_us: float
-    source: str = ""
-    algorithm: str = "auto"  # a forced NCCL_ALGO, as the run was made
-    nodes_per_domain: int | None = None  # None: the profile's NVLink domain size
-    gpus_per_thread: int = 1  # GPUs one host thread drives (nccl-tests -g G)
-    nccl_version: str | None = None  # the NCCL release the run used, when known
-    # NCCL environment the run was made with ((key, value), ncclsetup.RUN_ENV_KEYS), sorted
-    nccl_env: tuple[tuple[str, str], ...] = ()
 
 
 # A row as the fitter uses it: the measurement, its group shape, the measured seconds.
@@ -113,127 +121,58 @@ class FitResult:
     kept_fields: tuple[tuple[str, str], ...] = ()  # (field, why) kept at the base's value
 
 
-class _Row(Protocol):
-    @property
-    def size_bytes(self) -> int: ...
-    @property
-    def out_time_us(self) -> float: ...
-    @property
-    def out_busbw_gb_per_s(self) -> float: ...
-    @property
-    def in_time_us(self) -> float | None: ...
-    @property
-    def in_busbw_gb_per_s(self) -> float | None: ...
-
-
-class _Log(Protocol):
-    @property
-    def path(self) -> str: ...
-    @property
-    def collective(self) -> Collective | None: ...
-    @property
-    def ranks(self) -> int | None: ...
-    @property
-    def nodes(self) -> int | None: ...
-    @property
-    def gpus_per_node(self) -> int | None: ...
-    @property
-    def rows(self) -> Sequence[_Row]: ...
-
-
-def measurements_from_log(
-    log: _Log, *, nodes: int | None = None, gpus_per_node: int | None = None, source: str = ""
-) -> tuple[Measurement, ...]:
-    """The rows of a parsed nccl-tests log as measurements, each at the faster of its two timings
-    (``row_timing``). ``nodes`` and ``gpus_per_node`` override the header; one of them is derived
-    from the rank count when the other is known. FitError when the collective or the layout
-    cannot be determined."""
-    if log.collective is None:
-        raise FitError(
-            f"{log.path}: unknown collective: the log names no test (pass --collective, e.g."
-            " --collective all-reduce)"
-        )
-    nodes = nodes or log.nodes
-    gpus = gpus_per_node or log.gpus_per_node
-    if log.ranks:
-        if nodes and not gpus and log.ranks % nodes == 0:
-            gpus = log.ranks // nodes
-        if gpus and not nodes and log.ranks % gpus == 0:
-            nodes = log.ranks // gpus
-    if not nodes or not gpus:
-        raise FitError(f"{log.path}: node and GPU counts unknown (pass --nodes/--gpus-per-node)")
-    if log.ranks and nodes * gpus != log.ranks:
-        raise FitError(f"{log.path}: {nodes} nodes x {gpus} GPUs != {log.ranks} ranks in the log")
-    return tuple(
-        Measurement(
-            log.collective,
-            r.size_bytes,
-            nodes,
-            gpus,
-            *row_timing(r),
-            source or log.path,
-            gpus_per_thread=int(getattr(log, "gpus_per_thread", None) or 1),
-            nccl_version=nccl_release_of(getattr(log, "nccl_version", None)),
-            nccl_env=tuple(getattr(log, "nccl_env", ())),
-        )
-        for r in log.rows
-        if r.size_bytes > 0 and r.out_time_us > 0
-    )
-
-
-def row_timing(row: _Row) -> tuple[float, float]:
-    """(busbw GB/s, time µs) of a result row: the faster of its out-of-place and in-place timings.
-    nccl-tests times the same call at the same size twice; a stall in one of them (the first
-    call's warm-up, other traffic) only ever adds time, while from 16 MiB the median ratio of
-    the two is within 2 % of 1 on every judged log here (in-place all-gather ~1 % faster:
-    it skips the local copy)."""
-    inside = row.in_time_us
-    if inside is not None and 0 < inside < row.out_time_us:
-        return row.in_busbw_gb_per_s or 0.0, inside
-    return row.out_busbw_gb_per_s, row.out_time_us
-
-
-def nccl_release_of(value: object) -> str | None:
-    """``value`` when it is an NCCL release ("2.26.2"), else None (not stated, or not one)."""
-    try:
-        return parse_version(value)
-    except NcclSetupError:
-        return None
-
-
-def shared_release(rows: Sequence[Measurement]) -> str | None:
-    """The NCCL release every row names, when they all name the same one."""
-    found = {m.nccl_version for m in rows}
-    return found.pop() if len(found) == 1 else None
-
-
 def layout(m: Measurement, profile: FabricProfile) -> list[GpuSlot]:
-    """Ranks as nccl-tests places them: GPU j of every node on its rail, nodes in domains."""
-    per_domain = m.nodes_per_domain or profile.nodes_per_nvlink_domain
-    nics, per_node = profile.nics_per_node, max(profile.gpus_per_node, m.gpus_per_node)
+    """Ranks as nccl-tests places them: GPU j of every node on its rail, nodes in NVLink domains
+    and the domains in rail groups of the profile's size, as ``fabricfit cost`` lays them out."""
+    return _slots(_Layout.of(m, profile))
+
+
+def shape_of(m: Measurement, profile: FabricProfile) -> GroupShape:
+    """The group shape of ``m``'s ranks on ``profile`` (:func:`layout`), computed once per layout:
+    a log's rows share it, and a large run's layout is worth not rebuilding for every row."""
+    return _shape(_Layout.of(m, profile))
+
+
+class _Layout(NamedTuple):
+    nodes: int
+    gpus: int
+    nodes_per_domain: int
+    domains_per_group: int
+    nics: int
+    gpus_per_node: int  # the board's, for the GPU -> rail map
+
+    @classmethod
+    def of(cls, m: Measurement, profile: FabricProfile) -> _Layout:
+        per_group = profile.nodes_per_rail_group // profile.nodes_per_nvlink_domain
+        return cls(
+            m.nodes,
+            m.gpus_per_node,
+            m.nodes_per_domain or profile.nodes_per_nvlink_domain,
+            max(1, per_group),
+            profile.nics_per_node,
+            max(profile.gpus_per_node, m.gpus_per_node),
+        )
+
+
+def _slots(key: _Layout) -> list[GpuSlot]:
+    nics, per_domain = key.nics, key.nodes_per_domain
     return [
-        GpuSlot(f"n{n}", j, min(nics - 1, j * nics // per_node), f"d{n // per_domain}", "rg0", "s0")
-        for n in range(m.nodes)
-        for j in range(m.gpus_per_node)
+        GpuSlot(
+            f"n{n}",
+            j,
+            min(nics - 1, j * nics // key.gpus_per_node),
+            f"d{n // per_domain}",
+            f"rg{n // per_domain // key.domains_per_group}",
+            "s0",
+        )
+        for n in range(key.nodes)
+        for j in range(key.gpus)
     ]
 
 
-def measured_seconds(m: Measurement) -> float:
-    if m.time_us > 0:
-        return m.time_us * 1e-6
-    ranks = m.nodes * m.gpus_per_node
-    algbw = m.busbw_gb_per_s / bus_factor(m.collective, ranks)
-    if algbw <= 0:
-        raise FitError(f"row of {m.size_bytes} B has neither a time nor a busbw")
-    return m.size_bytes / (algbw * 1e9)
-
-
-def _check(m: Measurement) -> None:
-    if m.nodes < 1 or m.gpus_per_node < 1 or m.nodes * m.gpus_per_node < 2 or m.size_bytes <= 0:
-        raise FitError(
-            f"row {m.collective} {m.size_bytes} B on {m.nodes}x{m.gpus_per_node} GPUs: "
-            "needs >= 2 ranks and > 0 bytes"
-        )
+@lru_cache(maxsize=1024)
+def _shape(key: _Layout) -> GroupShape:
+    return summarize_group(_slots(key))
 
 
 def run_seconds(profile: FabricProfile, m: Measurement, shape: GroupShape) -> float:
@@ -269,6 +208,14 @@ def _in_env(profile: FabricProfile, env: tuple[tuple[str, str], ...]) -> FabricP
     return dataclasses.replace(profile, **changes)
 
 
+def _check(m: Measurement) -> None:
+    if m.nodes < 1 or m.gpus_per_node < 1 or m.nodes * m.gpus_per_node < 2 or m.size_bytes <= 0:
+        raise FitError(
+            f"row {m.collective} {m.size_bytes} B on {m.nodes}x{m.gpus_per_node} GPUs: "
+            "needs >= 2 ranks and > 0 bytes"
+        )
+
+
 def _row(profile: FabricProfile, m: Measurement, shape: GroupShape, fitted: bool) -> FitRow:
     seconds = run_seconds(profile, m, shape)
     error = measured_seconds(m) / seconds - 1
@@ -279,7 +226,7 @@ def _row(profile: FabricProfile, m: Measurement, shape: GroupShape, fitted: bool
 def predict(profile: FabricProfile, m: Measurement) -> FitRow:
     """The model's prediction for one measurement on ``profile`` (``fitted`` is False)."""
     _check(m)
-    return _row(profile, m, summarize_group(layout(m, profile)), False)
+    return _row(profile, m, shape_of(m, profile), False)
 
 
 def _objective(profile: FabricProfile, cases: Sequence[_Case]) -> float:
@@ -293,7 +240,7 @@ def sensitivity(profile: FabricProfile, name: str, cases: Sequence[_Case]) -> fl
     """The largest |log| change of a row's predicted time when ``name`` moves one step either
     way (×/÷ LOG_STEP, or ± LINEAR_STEP of its range, within its bounds), over the rows that
     can determine it (bandwidth rows only for a bandwidth field). 0 when there are none."""
-    spec = FITTABLE[name]
+    spec = ALL_FIELDS[name]
     rows = [c for c in cases if not spec.bandwidth or c[0].size_bytes > LATENCY_MAX_BYTES]
     value = float(getattr(profile, name))
     base = [run_seconds(profile, m, shape) for m, shape, _ in rows]
@@ -306,14 +253,20 @@ def sensitivity(profile: FabricProfile, name: str, cases: Sequence[_Case]) -> fl
 
 
 def constraints(
-    profile: FabricProfile, cases: Sequence[_Case]
+    profile: FabricProfile, cases: Sequence[_Case], *, scale: bool = False
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The fittable fields the rows constrain, and the others with the reason they are kept."""
+    """The fittable fields the rows constrain, and the others with the reason they are kept
+    (with ``scale``, the scale terms too, where the rows separate them:
+    ``fields.scale_precondition``)."""
     fitted, kept = [], []
     bandwidth_rows = any(m.size_bytes > LATENCY_MAX_BYTES for m, _, _ in cases)
-    for name in fittable_fields(profile):
-        if FITTABLE[name].bandwidth and not bandwidth_rows:
+    shapes = [(m.size_bytes, shape) for m, shape, _ in cases]
+    for name in fittable_fields(profile, scale=scale):
+        if ALL_FIELDS[name].bandwidth and not bandwidth_rows:
             kept.append((name, f"{UNCONSTRAINED} (no row > {LATENCY_MAX_BYTES // 1024} KiB)"))
+            continue
+        if name in SCALE_FITTABLE and (why := scale_precondition(name, shapes)):
+            kept.append((name, f"{UNCONSTRAINED} ({why})"))
             continue
         moved = sensitivity(profile, name, cases)
         if moved >= SENSITIVITY_MIN:
@@ -327,7 +280,7 @@ def constraints(
 def _search_field(
     profile: FabricProfile, name: str, score: Callable[[FabricProfile], float]
 ) -> FabricProfile:
-    spec = FITTABLE[name]
+    spec = ALL_FIELDS[name]
     current = float(getattr(profile, name))
     value = best_value(
         lambda v: score(_with(profile, name, v)),
@@ -370,20 +323,25 @@ def fit_profile(
     name: str | None = None,
     held_out: Sequence[Measurement] = (),
     hold: Collection[str] = (),
+    scale: bool = False,
 ) -> FitResult:
     """Fit the fields of ``base`` that ``rows`` constrain (:func:`constraints`); the others keep
     their value, and so do the fields in ``hold`` (numbers known from elsewhere, e.g. the NVLink
     board's). ``held_out`` rows are predicted with the fitted profile and reported
-    (``fitted=False``) but never fitted on."""
+    (``fitted=False``) but never fitted on. ``scale``: fit the scale terms too
+    (``fields.SCALE_FITTABLE``; a cluster's own calibration, never a preset's)."""
     if not rows:
         raise FitError("no measurements to fit")
     for m in (*rows, *held_out):
         _check(m)
-    shapes = {m: summarize_group(layout(m, base)) for m in (*rows, *held_out)}
+    shapes = {m: shape_of(m, base) for m in (*rows, *held_out)}
     cases = [(m, shapes[m], measured_seconds(m)) for m in rows]
-    names, kept = constraints(base, cases)
+    names, kept = constraints(base, cases, scale=scale)
     kept = (*kept, *((f, "held: known from elsewhere") for f in names if f in hold))
+    # scale terms first: with the flat fields at the start's values they take the trend across
+    # node counts, before a flat field averages it away (coordinate descent keeps the first fit)
     names = tuple(f for f in names if f not in hold)
+    names = tuple(sorted(names, key=lambda f: f not in SCALE_FITTABLE))
     profile = _descend(base, names, lambda p: _objective(p, cases) + prior_penalty(p, base, names))
     label = name or f"{base.name}-calibrated"[:63]
     used = sorted({m.source for m in rows if m.source})

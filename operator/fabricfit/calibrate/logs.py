@@ -9,11 +9,12 @@ interleaves). Then, in that order, it may be:
 
 - a header line: ``NCCL version X`` / ``# nccl-tests version … nccl-library=N`` (the NCCL
   version), ``# Collective test starting: NAME`` (the test, hence the collective), or a rank line
-  ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host), or
+  ``#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME`` (ranks, hosts, GPUs per host, the
+  GPU model), or
   the run parameters ``# nThread T nGpus G …`` (GPUs each host thread drives, ``-g G``), or
   an NCCL_DEBUG=INFO line naming the NCCL environment the run was made with (``NCCL_ALGO set
   by environment to Ring``; the keys of ``ncclsetup.RUN_ENV_KEYS``), which is how its rows
-  are priced;
+  are priced, or one naming the hardware (NICs, network, NVLS; :mod:`fabricfit.calibrate.ncclinfo`);
 - the table's column header ``# size count type [redop] [root] time algbw busbw #wrong …``,
   which fixes the columns of the rows that follow (:mod:`fabricfit.calibrate.table`);
 - a result row, recognised only after a column header: ``SIZE COUNT TYPE …``. A row that does
@@ -23,7 +24,8 @@ Everything else (NCCL INFO lines, nvidia-smi, the ``# Avg bus bandwidth`` traile
 The parser is total: any input either yields a :class:`NcclTestsLog` with at least one row or
 raises :class:`LogError` whose text is ``FILE:LINE: reason`` on one bounded line. Inputs over
 :data:`MAX_LOG_CHARS` are refused before any work; lines over :data:`MAX_LINE_CHARS` are never
-handed to a regular expression.
+handed to a regular expression; a rank at or over :data:`MAX_RANKS`, or a run of more than
+:data:`MAX_ROWS` result rows, is refused on the line that passes the limit.
 
 ``parse_log`` reads one run and refuses a second test in the same text; ``parse_logs`` splits a
 stdout that holds several runs (a script looping over tests) at each run's first header line.
@@ -35,14 +37,18 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from fabricfit.calibrate.ncclinfo import HardwareScan, LogHardware
 from fabricfit.calibrate.table import Columns, LogError, LogRow, parse_columns, parse_row
 from fabricfit.cost.collectives import Collective
 from fabricfit.fabric.profiles.ncclsetup import RUN_ENV_KEYS, NcclSetupError, run_env_fields
 
 __all__ = [
     "MAX_LOG_CHARS",
+    "MAX_RANKS",
+    "MAX_ROWS",
     "TESTS",
     "LogError",
+    "LogHardware",
     "LogRow",
     "NcclTestsLog",
     "parse_log",
@@ -53,6 +59,12 @@ __all__ = [
 MAX_LOG_CHARS = 32 * 1024 * 1024
 # Header lines and rows are under 200 characters; longer lines are chatter (topology dumps).
 MAX_LINE_CHARS = 4096
+# Ranks a run may name (a rank line beyond is refused): 8,192 nodes of 8 GPUs, the size of the
+# largest published clusters; a layout of that many ranks still takes well under a second.
+MAX_RANKS = 65_536
+# Result rows in one log: a sweep from 1 B to 16 GiB by doubling has 35; 1,024 is a dense
+# linear sweep; more is not an nccl-tests run worth fitting row by row.
+MAX_ROWS = 8_192
 
 # nccl-tests binary stem -> collective; gather/scatter/hypercube have no cost model.
 TESTS: dict[str, Collective] = {
@@ -78,6 +90,7 @@ class NcclTestsLog:
     rows: tuple[LogRow, ...]
     gpus_per_thread: int | None = None  # "nGpus G" of the run parameters (nccl-tests -g G)
     nccl_env: tuple[tuple[str, str], ...] = ()  # (key, value) NCCL printed, keys sorted
+    hardware: LogHardware = field(default_factory=LogHardware)  # GPU, NICs, NVLS it states
 
 
 _A = re.ASCII
@@ -94,7 +107,7 @@ _GPUS_PER_THREAD = re.compile(r"^\s*#\s*nThread\s+[0-9]{1,6}\s+nGpus\s+([0-9]{1,
 _TEST_MENTION = re.compile(r"\b([a-z_]{3,20})_perf(?:_mpi)?\b", _A)
 _RANK = re.compile(
     r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+[0-9]{1,7}\s+)?Pid\s+[0-9]{1,10}\s+on\s+(\S{1,253})"
-    r"\s+device\s+([0-9]{1,4})\s",
+    r"\s+device\s+([0-9]{1,4})\s(?:\s*\[[^\]\s]{1,40}\]\s+(\S[^\n]{0,119}))?",
     _A,
 )
 _NCCL_ENV = re.compile(rf"\b({'|'.join(RUN_ENV_KEYS)}) set by environment to (\S{{1,200}})\s*$", _A)
@@ -115,6 +128,7 @@ class _Scan:
     nccl_env: dict[str, str] = field(default_factory=dict)
     ranks: dict[int, tuple[str, int]] = field(default_factory=dict)
     rows: list[LogRow] = field(default_factory=list)
+    hardware: HardwareScan = field(default_factory=HardwareScan)
 
 
 def parse_log(text: str, path: str = "<log>", collective: Collective | None = None) -> NcclTestsLog:
@@ -175,6 +189,7 @@ def _parse_lines(
         rows=tuple(scan.rows),
         gpus_per_thread=scan.gpus_per_thread,
         nccl_env=tuple(sorted(scan.nccl_env.items())),
+        hardware=scan.hardware.result(),
     )
 
 
@@ -189,6 +204,8 @@ def _scan_line(scan: _Scan, number: int, line: str) -> None:
     if ("#" in line or "NCCL" in line) and _scan_header(scan, number, line):
         return
     if scan.columns is not None and _ROW_START.match(line):
+        if len(scan.rows) >= MAX_ROWS:
+            raise LogError(scan.path, number, f"more than {MAX_ROWS} result rows in one run")
         scan.rows.append(parse_row(scan.path, number, line.split(), scan.columns))
     elif "_perf" in line:
         scan.mentions.update(m.group(1) for m in _TEST_MENTION.finditer(line))
@@ -200,6 +217,8 @@ def _scan_header(scan: _Scan, number: int, line: str) -> bool:
         scan.columns = parse_columns(scan.path, number, line)
     elif found := _RANK.search(line):
         _record_rank(scan, number, int(found.group(1)), found.group(2), int(found.group(3)))
+        if found.group(4):
+            scan.hardware.gpu(found.group(4))
     elif found := _TEST_START.search(line):
         _record_test(scan, number, found.group(1).removesuffix("_mpi").removesuffix("_perf"))
     elif found := _NCCL_VERSION.search(line):
@@ -211,11 +230,13 @@ def _scan_header(scan: _Scan, number: int, line: str) -> bool:
     elif found := _NCCL_ENV.search(line):
         _record_env(scan, number, found.group(1), found.group(2))
     else:
-        return False
+        return "NCCL INFO" in line and scan.hardware.line(line)
     return True
 
 
 def _record_rank(scan: _Scan, number: int, rank: int, host: str, device: int) -> None:
+    if rank >= MAX_RANKS:
+        raise LogError(scan.path, number, f"rank {rank} is over the limit of {MAX_RANKS} ranks")
     seen = scan.ranks.setdefault(rank, (host, device))
     if seen != (host, device):
         raise LogError(

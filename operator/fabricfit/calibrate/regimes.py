@@ -5,15 +5,15 @@ A regime is a size band (≤ 64 KiB, 64 KiB–16 MiB, 16–256 MiB, ≥ 256 MiB 
 (:mod:`fabricfit.calibrate.accuracy`) groups the published measurements by regime; a
 :class:`RegimeAccuracy` is one regime's summary: how many rows, how many the presets were fitted
 on, and the median and worst error — |busbw error| above 64 KiB, the time ratio max(p/m, m/p) at
-and below. ``fabricfit cost`` prints the summary of the regime its prediction falls in, from
-the document :func:`accuracy_document` builds (``benchmarks/cost_accuracy.py --write-regimes``
-writes it into the package; a unit test checks it against a fresh computation).
+and below — over all of them, the held-out ones and the fitted ones apart. A
+:class:`ScaleCaveat` is what the held-out rows at scale (≥ 8 domains, 4–256 MiB, every GPU
+preset) say about the model there: how many times the busbw it predicts the measured one.
+``fabricfit cost`` prints both from the document :mod:`fabricfit.calibrate.published` builds.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,11 @@ SCOPES = ("1 domain", "2-4 domains", "5-7 domains", ">=8 domains", "tpu")
 # Targets (judged on the printed table, held-out rows included).
 TARGET_MEDIAN, TARGET_WORST, TARGET_LATENCY_RATIO = 0.10, 0.30, 1.5
 BUSBW_ERROR, TIME_RATIO = "busbw_error", "time_ratio"
-DOCUMENT_KIND = "fabricfit-measured-accuracy"
+# At scale: where held-out rows of clusters the presets were not fitted on show the model
+# optimistic (issue #36) and nothing published derives a term for it, so the report widens.
+AT_SCALE_SCOPE = SCOPES[3]
+AT_SCALE_MIN_BYTES, AT_SCALE_MAX_BYTES = 4 * MIB, 256 * MIB  # per rank, [min, max)
+AT_SCALE_MIN_ROWS, AT_SCALE_MIN_SOURCES = 3, 2  # never a figure from one row or one run
 
 
 def size_band(size_bytes: int) -> str:
@@ -57,7 +61,7 @@ def scope(domains: int, profile: FabricProfile) -> str:
 class RegimeAccuracy:
     """How right the model was on the published rows of one regime. ``median``/``worst`` are
     fractions (0.085 = 8.5 %) for ``busbw_error``, ratios ≥ 1 for ``time_ratio``; the held-out
-    figures are NaN when every row was fitted."""
+    figures are NaN when every row was fitted, the fitted ones when none was."""
 
     size_band: str
     scope: str
@@ -68,6 +72,8 @@ class RegimeAccuracy:
     worst: float
     held_out_median: float
     held_out_worst: float
+    fitted_median: float = math.nan
+    fitted_worst: float = math.nan
 
     @property
     def metric(self) -> str:
@@ -92,54 +98,89 @@ class RegimeAccuracy:
             "worst": _number(self.worst),
             "held_out_median": _number(self.held_out_median),
             "held_out_worst": _number(self.held_out_worst),
+            "fitted_median": _number(self.fitted_median),
+            "fitted_worst": _number(self.fitted_worst),
             "meets_targets": self.meets_targets,
         }
 
-    def describe(self) -> str:
-        """One line: the regime, its median and worst error and the rows behind them."""
-        if self.metric == TIME_RATIO:
-            what, med, worst = "time ratio", f"{self.median:.2f}x", f"{self.worst:.2f}x"
-        else:
-            what, med, worst = "busbw error", f"{self.median:.1%}", f"{self.worst:.1%}"
+    def describe(self, whose: str = "") -> str:
+        """One line: the regime, its median and worst error over the rows (``whose``: "of
+        dgx-h100's hardware"), held-out and fitted rows apart."""
         rows = "row" if self.rows == 1 else "rows"
+        held = self.rows - self.fitted_rows
+        parts = [f"{held} held out{self._pair(self.held_out_median, self.held_out_worst)}"]
+        if self.fitted_rows:
+            pair = self._pair(self.fitted_median, self.fitted_worst)
+            parts.append(f"{self.fitted_rows} fitted{pair}")
         return (
-            f"{what} median {med}, worst {worst} over {self.rows} published {rows} "
-            f"({self.fitted_rows} fitted) in this regime ({self.size_band}, {self.scope}, "
-            f"{self.collective}){'' if self.meets_targets else '; targets MISSED'}"
+            f"{self._what()} median {self._fmt(self.median)}, worst {self._fmt(self.worst)} over"
+            f" {self.rows} published {rows}{' ' + whose if whose else ''} in this regime"
+            f" ({self.size_band}, {self.scope}, {self.collective}): {', '.join(parts)}"
+            f"{'' if self.meets_targets else '; targets MISSED'}"
         )
+
+    def _what(self) -> str:
+        return "time ratio" if self.metric == TIME_RATIO else "busbw error"
+
+    def _fmt(self, value: float) -> str:
+        return f"{value:.2f}x" if self.metric == TIME_RATIO else f"{value:.1%}"
+
+    def _pair(self, median: float, worst: float) -> str:
+        if math.isnan(median):
+            return ""
+        return f" (median {self._fmt(median)}, worst {self._fmt(worst)})"
+
+
+@dataclass(frozen=True)
+class ScaleCaveat:
+    """The held-out rows at scale (:data:`AT_SCALE_SCOPE`, :data:`AT_SCALE_MIN_BYTES` to
+    :data:`AT_SCALE_MAX_BYTES` per rank, every GPU preset): predicted / measured busbw, its
+    median, lowest and highest; how many rows were predicted too fast."""
+
+    rows: int
+    sources: int
+    optimistic_rows: int
+    median_ratio: float
+    least_ratio: float
+    worst_ratio: float
+
+    @staticmethod
+    def applies(size_bytes: int, where: str) -> bool:
+        return where == AT_SCALE_SCOPE and AT_SCALE_MIN_BYTES <= size_bytes < AT_SCALE_MAX_BYTES
+
+    def describe(self) -> str:
+        sizes = f"{AT_SCALE_MIN_BYTES // MIB}-{AT_SCALE_MAX_BYTES // MIB} MiB"
+        where = f"at {AT_SCALE_SCOPE} for {sizes}"
+        held = f"{self.rows} held-out rows of {self.sources} sources"
+        spread = f"median {self.median_ratio:.2f}x, lowest {self.least_ratio:.2f}x"
+        if self.median_ratio > 1:
+            return (
+                f"{where} the model has been optimistic: on {held} it predicted"
+                f" {self.median_ratio:.2f}x the measured busbw at the median, up to"
+                f" {self.worst_ratio:.2f}x ({self.optimistic_rows} rows too fast)"
+            )
+        if self.optimistic_rows:
+            return (
+                f"{where} the model can be optimistic: on {held} it predicted up to"
+                f" {self.worst_ratio:.2f}x the measured busbw ({self.optimistic_rows} rows too"
+                f" fast; {spread})"
+            )
+        return f"{where} the model has not been optimistic on {held} ({spread})"
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "scope": AT_SCALE_SCOPE,
+            "min_bytes": AT_SCALE_MIN_BYTES,
+            "max_bytes": AT_SCALE_MAX_BYTES,
+            "held_out_rows": self.rows,
+            "sources": self.sources,
+            "optimistic_rows": self.optimistic_rows,
+            "median_ratio": _number(self.median_ratio),
+            "least_ratio": _number(self.least_ratio),
+            "worst_ratio": _number(self.worst_ratio),
+            "statement": self.describe(),
+        }
 
 
 def _number(value: float) -> float | None:
     return None if math.isnan(value) else round(value, 4)
-
-
-def accuracy_document(regimes: Iterable[RegimeAccuracy], rows: int) -> dict[str, Any]:
-    """The document ``fabricfit cost`` reads: every regime with published rows."""
-    return {
-        "kind": DOCUMENT_KIND,
-        "generated_by": "benchmarks/cost_accuracy.py --write-regimes",
-        "rows": rows,
-        "regimes": [r.record() for r in regimes],
-    }
-
-
-def parse_accuracy_document(doc: Any) -> dict[tuple[str, str, str], RegimeAccuracy]:
-    """Regimes by (size band, scope, collective); ValueError on a document of another shape."""
-    if not isinstance(doc, Mapping) or doc.get("kind") != DOCUMENT_KIND:
-        raise ValueError(f"not a {DOCUMENT_KIND} document")
-    found = {}
-    for item in doc.get("regimes", []):
-        r = RegimeAccuracy(
-            str(item["size_band"]),
-            str(item["scope"]),
-            str(item["collective"]),
-            int(item["rows"]),
-            int(item["fitted_rows"]),
-            *(_float(item[k]) for k in ("median", "worst", "held_out_median", "held_out_worst")),
-        )
-        found[(r.size_band, r.scope, r.collective)] = r
-    return found
-
-
-def _float(value: Any) -> float:
-    return math.nan if value is None else float(value)

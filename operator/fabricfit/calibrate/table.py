@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 _MAX_PATH_CHARS = 200
 _MAX_REASON_CHARS = 300
+# How far a printed algbw / busbw may sit from the identity it satisfies (check_timings): the
+# printing's rounding, 0.005 GB/s and 0.5 % of a time printed to 0.01 µs, with room to spare.
+TIMING_SLACK_GB_PER_S = 0.01
+TIMING_SLACK = 0.01
 
 
 class LogError(ValueError):
@@ -173,3 +177,35 @@ def _word(path: str, number: int, cell: str, name: str) -> str:
 def one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def check_timings(path: str, row: LogRow, bus_factor: float) -> None:
+    """Refuse a row whose time, algbw and busbw contradict each other (LogError naming the line):
+    nccl-tests prints algbw = size / time and busbw = algbw × the collective's factor for the
+    run's ranks (doc/PERFORMANCE.md), each rounded (time to 0.01 µs below 100 µs, bandwidths
+    to 0.01 GB/s), so a copied number that was edited or mistyped, or a log of another rank
+    count, breaks one of the identities by more than the rounding (allowed: 1 % + 0.01 GB/s)."""
+    groups: list[tuple[float, float | None, float | None, str]] = [
+        (row.out_time_us, row.out_algbw_gb_per_s, row.out_busbw_gb_per_s, "out-of-place")
+    ]
+    if row.in_time_us is not None:
+        groups.append((row.in_time_us, row.in_algbw_gb_per_s, row.in_busbw_gb_per_s, "in-place"))
+    for time_us, algbw, busbw, which in groups:
+        if not time_us or algbw is None or busbw is None:
+            continue
+        expected = row.size_bytes / time_us / 1e3
+        if abs(algbw - expected) > TIMING_SLACK_GB_PER_S + TIMING_SLACK * expected:
+            raise LogError(
+                path,
+                row.line,
+                f"{which} time {time_us:g} us and algbw {algbw:g} GB/s contradict each other "
+                f"({row.size_bytes} B / {time_us:g} us = {expected:.3g} GB/s)",
+            )
+        bus = algbw * bus_factor
+        if abs(busbw - bus) > TIMING_SLACK_GB_PER_S * (1 + bus_factor) + TIMING_SLACK * busbw:
+            raise LogError(
+                path,
+                row.line,
+                f"{which} busbw {busbw:g} GB/s is not algbw {algbw:g} x {bus_factor:.4g}"
+                f" = {bus:.3g} GB/s for this run's ranks",
+            )

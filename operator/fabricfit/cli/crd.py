@@ -75,7 +75,10 @@ def chart_files(chart: Path) -> dict[Path, str]:
         schema["properties"]["operator"]["properties"]["labelScheme"]["enum"] = list(SCHEME_NAMES)
     except (ValueError, KeyError, TypeError) as err:
         where = shown(str(schema_path))
-        raise UsageError(f"{where} has no properties.operator.properties.labelScheme") from err
+        message = (
+            f"the chart's values schema {where} has no properties.operator.properties.labelScheme"
+        )
+        raise UsageError(message) from err
     return {
         CHART_CRD: generated_crd(),
         WORKLOAD_RULES: workload_rules_yaml(),

@@ -10,7 +10,9 @@ ResourceClaimTemplates its pods claim GPUs through), bounded and total
 kind its flag expects; hand the spec and workload to the policy the operator uses
 (:func:`fabricfit.policy.admit`: schema, CRD rules and bounds, template choice — before
 any search); build the snapshot, resolve the fabric profile, call the pure planner, print a
-summary or one JSON object, optionally write an SVG. Every input problem is one line on stderr
+summary or one JSON object, optionally write an SVG. With ``--running`` (a dump of
+TrainingTopologies) the plan is priced next to the traffic of the jobs their status records as
+planned (:mod:`fabricfit.cli.running`). Every input problem is one line on stderr
 and exit 2; infeasible is exit 1; placed is exit 0 (``cli.main`` turns anything unforeseen into
 exit 3). This module imports neither kopf nor the Kubernetes client (~1.5 s of start-up).
 """
@@ -30,6 +32,8 @@ from fabricfit.cli.fabrics import read_profile_dir, read_profile_file
 from fabricfit.cli.inputs import read_objects, shown
 from fabricfit.cli.output import add_output_arguments, emit, output_format
 from fabricfit.cli.progress import Progress
+from fabricfit.cli.running import KIND, Running, key_of, running_jobs
+from fabricfit.fabric.detection import Detection, describe, detect_tiers, flat_warning
 from fabricfit.fabric.objects import kind_of, mapping_at, str_at
 from fabricfit.fabric.podclaims import pod_claim_gpus
 from fabricfit.fabric.profiles import DEFAULT_PROFILE, FabricProfile, ProfileError
@@ -69,6 +73,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         required=True,
         metavar="TT.yaml",
         help="a TrainingTopology object (or its bare spec), and the workload it names",
+    )
+    parser.add_argument(
+        "--running",
+        metavar="TTS.yaml",
+        help="kubectl get tt -A -o yaml|json output: plan next to the traffic of the jobs "
+        "their status records as planned",
     )
     add_output_arguments(parser)
     parser.add_argument("--svg", metavar="OUT", help="write an SVG picture of the plan to OUT")
@@ -176,6 +186,8 @@ class Planned:
     spec: TrainingTopologySpec
     fabric_reason: str
     allocation: dict[str, Any] | None
+    profile: FabricProfile
+    running: Running | None = None
     gpu_choice_reason: str = ""
 
 
@@ -186,8 +198,10 @@ def execute(args: argparse.Namespace) -> int:
     decision, snapshot = planned.decision, planned.snapshot
     if args.svg:
         _write_svg(args.svg, build_svg(decision, snapshot))
-    span = decision_span(decision, snapshot, planned.spec.gpus_per_pod)
+    span = decision_span(decision, snapshot, planned.spec.gpus_per_pod, planned.profile)
     defaulted = planned.spec.defaulted()
+    detection = detect_tiers(snapshot)
+    flat = flat_warning(detection)
     if fmt:
         body = {
             **decision.to_json_dict(),
@@ -195,15 +209,22 @@ def execute(args: argparse.Namespace) -> int:
             "compute_domain": need_json(span),
             "defaulted": list(defaulted),
             "gpu_choice_reason": planned.gpu_choice_reason,
+            **topology_json(detection),
         }
+        if flat is not None:
+            body["efficiency"] = None  # a flat fabric makes every placement look optimal
         if planned.allocation is not None:
             body["gpu_allocation"] = planned.allocation
+        if planned.running is not None:
+            body["running"] = planned.running.to_json_dict()
         emit(body, fmt, indent=1, sort_keys=False)
     else:
-        sys.stdout.write(render_summary(decision, snapshot))
+        sys.stdout.write(render_summary(decision, snapshot, flat))
         print(f"fabric {decision.fabric}: {planned.fabric_reason}")
         if defaulted:
             print(f"defaulted (not in the spec): {_defaults_line(defaulted)}")
+        if planned.running is not None:
+            print(planned.running.line(shown(args.running)))
         choice = decision.gpu_choice.replace("-", " ")
         print(f"GPUs: {choice}: {planned.gpu_choice_reason}")
         if (line := need_line(span)) is not None:
@@ -235,15 +256,21 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
         resource_claims=claims,
     )
     profile, why = _choose_fabric(args, spec, snapshot)
+    running = _running(args, topology_objects, snapshot, profile)
+    neighbours = running.neighbours if running is not None else None
+    # the running jobs' GPUs are held: by their pods when the pods dump is given, else here
+    held = running.held if running is not None and not args.pods else {}
     progress.update(phase=f"placing {spec.world_size:,} ranks on {profile.name}")
     choice = settle_devices(admission.request, admission.devices, snapshot)
     try:
-        decision = plan_placement(choice.snapshot, choice.request, profile)
+        decision = plan_placement(
+            choice.snapshot, choice.request, profile, reservations=held, neighbours=neighbours
+        )
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
     claimed = pod_claim_gpus(admission.template, claimable)
     allocation = gpu_allocation(claimed, admission.devices)
-    return Planned(decision, snapshot, spec, why, allocation, choice.words)
+    return Planned(decision, snapshot, spec, why, allocation, profile, running, choice.words)
 
 
 def _defaults_line(defaulted: dict[str, Any]) -> str:
@@ -256,6 +283,30 @@ def _defaults_line(defaulted: dict[str, Any]) -> str:
         else:
             parts.append(f"{name} {value:,}")
     return "; ".join(parts)
+
+
+def _running(
+    args: argparse.Namespace,
+    topology_objects: list[dict[str, Any]],
+    snapshot: ClusterSnapshot,
+    profile: FabricProfile,
+) -> Running | None:
+    """The running jobs of ``--running`` (None without it), the planned job itself left out."""
+    if not args.running:
+        return None
+    objects = read_objects(args.running, "running", kind=KIND)
+    planned = [o for o in topology_objects if o.get("kind") == KIND]
+    planning = key_of(planned[0]) if planned else None
+    try:
+        return running_jobs(objects, snapshot, profile, planning=planning)
+    except ValueError as err:
+        raise UsageError(f"running file {shown(args.running)}: {err}") from None
+
+
+def topology_json(detection: Detection) -> dict[str, Any]:
+    """``topologyDetected`` (any tier found) and ``topologyMessage`` (what was found, as the
+    operator's ``TopologyDetected`` condition says it)."""
+    return {"topologyDetected": detection.found, "topologyMessage": describe(detection)}
 
 
 def _write_svg(path: str, svg: str) -> None:

@@ -6,7 +6,10 @@ Read the node dump (``kubectl get nodes -o yaml|json``; the pods dump is optiona
 hold their GPUs throughout) and the trace (:mod:`fabricfit.simulation.trace`), pick
 the fabric profile as ``plan`` does (``--fabric``, else the nodes' fabric, else ``dgx-h100``),
 and replay the trace once per placer (``--placer``, default all three) with the pure simulation
-(:mod:`fabricfit.simulation`); ``--queue-policy wait-if-faster`` lets fabricfit hold
+(:mod:`fabricfit.simulation`), each placement priced next to the running jobs' traffic
+(``--contention``, on by default: unlike the operator, which cannot see traffic it did not
+place, a replay knows every job it runs; ``off`` prices each job as if alone, the figures of
+earlier releases); ``--queue-policy wait-if-faster`` lets fabricfit hold
 the head of the queue when waiting lets it finish sooner, backfilling the jobs behind it that do
 not delay it (the peers stay strictly FIFO: they cannot price a placement). Text output is a
 table of jobs per placer and a comparison table; ``--json`` prints one object with the same
@@ -31,6 +34,7 @@ from fabricfit.fabric.profiles.choice import FabricChoiceError, choose_profile
 from fabricfit.fabric.schemes import NAMES as LABEL_SCHEMES
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.simulation import (
     FABRICFIT,
@@ -40,6 +44,7 @@ from fabricfit.simulation import (
     Placed,
     Placer,
     Replay,
+    Rules,
     Summary,
     TraceError,
     TraceJob,
@@ -71,6 +76,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="fabricfit's queue: start the head when it fits, or hold it when waiting for "
         "running jobs to end (by the trace's durations) lets it finish sooner, backfilling "
         "jobs behind it that do not delay it",
+    )
+    parser.add_argument(
+        "--contention",
+        choices=("on", "off"),
+        default="on",
+        help="price every placement next to the running jobs' traffic on the links it shares, "
+        "for every placer (default on: the replay knows every job it runs)",
     )
     parser.add_argument(
         "--fabric", type=profile_name, help="fabric profile (default: the nodes' fabric)"
@@ -116,7 +128,10 @@ def _replay(
             profile,
             placer=_reporting(PLACERS[name], len(jobs), progress),
             name=name,
-            queue_policy=args.queue_policy if name == FABRICFIT else STRICT_FIFO,
+            rules=Rules(
+                queue_policy=args.queue_policy if name == FABRICFIT else STRICT_FIFO,
+                contention=args.contention == "on",
+            ),
         )
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot simulate on fabric {profile.name}: {err}") from None
@@ -128,11 +143,14 @@ def _reporting(placer: Placer, total: int, progress: Progress) -> Placer:
     seen: set[int] = set()
 
     def place(
-        snapshot: ClusterSnapshot, request: PlacementRequest, profile: FabricProfile
+        snapshot: ClusterSnapshot,
+        request: PlacementRequest,
+        profile: FabricProfile,
+        neighbours: Neighbours | None = None,
     ) -> Placed | None:
         seen.add(id(request))
         progress.update(done=len(seen), total=total)
-        return placer(snapshot, request, profile)
+        return placer(snapshot, request, profile, neighbours)
 
     return place
 
@@ -171,6 +189,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "utilisationMean": summary.utilisation_mean,
         "commGpuSeconds": summary.comm_gpu_seconds,
         "commShare": summary.comm_share,
+        "contentionGpuSeconds": summary.contention_gpu_seconds,
         "spineBytes": summary.spine_bytes,
         "largestRailGroupGpusMean": summary.largest_rail_group_gpus_mean,
         "largestRailGroupGpusMin": summary.largest_rail_group_gpus_min,
@@ -185,6 +204,7 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
         "placers": {
             run.placer: {
                 "queuePolicy": run.queue_policy,
+                "contention": run.contention,
                 "heldJobs": run.held_jobs,
                 "backfilledJobs": run.backfilled_jobs,
                 "summary": summary_json(summarize(run)),
@@ -200,6 +220,7 @@ def as_json(runs: Sequence[Replay], fabric: str, why: str) -> dict[str, Any]:
                         "nodes": j.nodes,
                         "stepCommSeconds": j.step_comm_seconds,
                         "commGpuSeconds": j.comm_gpu_seconds,
+                        "contentionGpuSeconds": j.contention_gpu_seconds,
                         "spineBytes": j.spine_bytes,
                         "reason": j.reason,
                         "held": j.held,
@@ -226,7 +247,8 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def render_text(runs: Sequence[Replay], fabric: str, why: str) -> str:
-    lines = [f"fabric {fabric}: {why}", ""]
+    contention = "on" if any(r.contention for r in runs) else "off"
+    lines = [f"fabric {fabric}: {why}; contention {contention}", ""]
     for run in runs:
         policy = "" if run.queue_policy == STRICT_FIFO else f" (queue {run.queue_policy})"
         held = (
@@ -261,8 +283,8 @@ def comparison_table(runs: Sequence[Replay]) -> str:
     """One row per placer: the figures the issue asks for, side by side."""
     head = (
         f"{'placer':<14} {'placed':>6} {'wait mean s':>11} {'wait p95 s':>10} "
-        f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} {'spine TB':>9} "
-        f"{'largest RG GPUs mean/min':>24}"
+        f"{'makespan h':>10} {'util':>5} {'comm GPU-h':>10} {'comm %':>6} "
+        f"{'of it contention':>16} {'spine TB':>9} {'largest RG GPUs mean/min':>24}"
     )
     rows = [head]
     for run in runs:
@@ -270,7 +292,8 @@ def comparison_table(runs: Sequence[Replay]) -> str:
         rows.append(
             f"{run.placer:<14} {s.placed:>6} {s.wait_mean_s:>11.0f} {s.wait_p95_s:>10.0f} "
             f"{s.makespan_s / 3600:>10.2f} {s.utilisation_mean:>5.0%} "
-            f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} {s.spine_bytes / 1e12:>9.1f} "
+            f"{s.comm_gpu_seconds / 3600:>10.1f} {s.comm_share:>6.1%} "
+            f"{s.contention_gpu_seconds / 3600:>13.1f} h {s.spine_bytes / 1e12:>9.1f} "
             f"{s.largest_rail_group_gpus_mean:>18.0f} / {s.largest_rail_group_gpus_min:<3}"
         )
     return "\n".join(rows)

@@ -3,8 +3,9 @@
 Theory of operation
 -------------------
 Each function returns the (algorithm, protocol, seconds, bottleneck) candidates NCCL would
-consider for the collective on this group shape; :mod:`fabricfit.cost.collectives` takes the
-fastest, as NCCL's tuner does (``enqueue.cc: topoGetAlgoInfo``). Times are
+consider for the collective on this group shape, priced at wall time; which of them NCCL's
+tuner would run is :mod:`fabricfit.cost.tuner`, and :mod:`fabricfit.cost.collectives` takes
+the fastest of those. Times are
 ``latency + bytes / bandwidth`` with NCCL's latency tables (:mod:`fabricfit.cost.nccl`) and the
 bandwidth of the tiers the group crosses:
 
@@ -20,8 +21,11 @@ bandwidth of the tiers the group crosses:
   (``perChMaxTreeBws``), ×0.5 bus→alg, × ``treeCorrectionFactor`` for the size — so a 2–3-domain
   tree is chosen only when the NICs per channel are slower than the cap (D1). Once chosen (or
   forced) it is priced at what it really moves: the tier's rate / the edges of the busiest
-  domain (``tree_edges``; nccl#1801 measured tree 1.2× ring on 3 domains), plus a pipeline
-  fill of ``stage_fill_loops`` loops per stage (``chunks.tree_stages``, up and down);
+  domain (``tree_edges``; nccl#1801 measured tree 1.2× ring on 3 domains), at NCCL's size
+  correction read as a smooth efficiency (``tuner.tree_efficiency``: NCCL's value at every
+  power of two, linear in log2 size between, never a faster larger message), plus a pipeline
+  fill of ``stage_fill_loops`` loops per stage (``chunks.tree_stages``, up and down) at the
+  fill's own efficiency (``tuner.fill_efficiency``);
 * nvls (AR, RS, AG inside one domain with NVLink SHARP) and nvls-tree (AR across domains):
   in-switch reduction, with a pipeline-fill efficiency from NCCL's channel × head × chunk split
   (``chunks.nvls_loop_bytes``): a call of L loops runs at L/(L + d) of the plateau; NVLS-tree
@@ -48,17 +52,43 @@ bandwidth of the tiers the group crosses:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from fabricfit.cost import chunks, nccl, p2p
-from fabricfit.cost.nccl import LL, LL128, SIMPLE, Tiers
+from fabricfit.cost.nccl import LL, SIMPLE, Tiers
 from fabricfit.cost.shape import GroupShape
+from fabricfit.cost.tuner import (
+    GB,
+    NVLS_TREE_BUCKETS,
+    US,
+    RingSteps,
+    fill_efficiency,
+    nccl_prefers_tree,
+    nccl_ring_protocol,
+    nvls_runs,
+    ring_bw,
+    tree_efficiency,
+    tree_tuner_alg_gb_per_s,
+    x86_blackwell,
+)
 from fabricfit.fabric.profiles import FabricProfile
 
-US = 1e-6
-GB = 1e9
+__all__ = [
+    "GB",
+    "US",
+    "Candidate",
+    "RingSteps",
+    "alltoall_efficiency",
+    "hierarchical_allreduce",
+    "nvls",
+    "nvls_tree_allreduce",
+    "pairwise_alltoall",
+    "pat",
+    "ring",
+    "send_recv",
+    "tree_allreduce",
+    "tree_edges",
+]
 
 
 class Candidate(NamedTuple):
@@ -73,26 +103,6 @@ class Candidate(NamedTuple):
         return self.latency_s + self.transfer_s
 
 
-def _ring_bw(bus: float, t: Tiers, proto: int, arch: str) -> float:
-    if proto == LL:
-        return min(bus * nccl.RING_PROTOCOL_FACTOR[LL], t.ll_cap_gb_per_s)
-    bw = bus * nccl.RING_PROTOCOL_FACTOR[proto]
-    if proto == LL128 and t.channels:
-        bw = min(bw, t.channels * nccl.PER_CHANNEL_RING_LL128.get(arch, 1e9))
-    return bw
-
-
-@dataclass(frozen=True, slots=True)
-class RingSteps:
-    """A ring's schedule: ``steps`` steps of which ``inter`` cross domains, the collective's
-    busbw ``factor``, and whether it is an all-reduce (NCCL's multi-node Simple factor)."""
-
-    steps: int
-    inter: int
-    factor: float
-    allreduce: bool = False
-
-
 def ring(
     size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, schedule: RingSteps
 ) -> list[Candidate]:
@@ -104,81 +114,13 @@ def ring(
     out = []
     for proto in chosen:
         lat = nccl.ring_latency_us(multi, t, steps, inter, proto)
-        bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
+        bw = ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
         out.append(
             Candidate(
                 "ring", nccl.PROTOCOLS[proto], lat * US, factor * size / (bw * GB), t.ring_tier
             )
         )
     return out
-
-
-def _tuner_tiers(shape: GroupShape, profile: FabricProfile, t: Tiers) -> Tiers:
-    """The tiers as NCCL's tuner sees them: its NICs' speed, not the fabric's taper or load, and
-    a channel per NIC port (``nic_ports_per_rail``: more channels, each slower, so the
-    per-channel caps of the tree bind later; the ports' sum is the rail's rate)."""
-    out = t.channels * profile.nic_gb_per_s
-    return t._replace(
-        out_gb_per_s=out,
-        ring_gb_per_s=nccl.ring_of(shape, profile, out, "nic")[0],
-        channels=t.channels * profile.nic_ports_per_rail,
-    )
-
-
-def _nccl_ring_s(
-    size: int,
-    shape: GroupShape,
-    profile: FabricProfile,
-    t: Tiers,
-    schedule: RingSteps,
-    *,
-    proto: int,
-) -> float:
-    """NCCL's tuner time for a ring across domains (tuning.cc 400-412 @5067397c): base, the
-    intra-domain steps at the NVLink hop (at least the net overhead), the inter-domain steps at
-    the tuner's network hop (``nccl.tuner_net_hop_us``: with the plugin's latency), ×1.4 for a
-    Simple all-reduce once chunks are full (``ncclTopoGetAlgoTime``); ``t`` as the tuner sees it
-    (``_tuner_tiers``)."""
-    steps, inter = schedule.steps, schedule.inter
-    intra = max(nccl.NVLINK_US["ring"][proto], nccl.NET_OVERHEAD_US[proto])
-    one = shape.ranks == shape.domains
-    net = nccl.tuner_net_hop_us("ring", proto, profile, one_rank_per_node=one)
-    lat = nccl.BASE_US["ring"][proto] + (steps - inter) * intra + inter * net
-    if proto == SIMPLE and schedule.allreduce and size >= 64 * shape.ranks * max(t.channels, 1):
-        lat *= nccl.RING_SIMPLE_MULTI_NODE_FACTOR
-    bw = _ring_bw(t.ring_gb_per_s, t, proto, profile.arch)
-    return lat * US + schedule.factor * size / (bw * GB)
-
-
-def nccl_ring_protocol(
-    size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, schedule: RingSteps
-) -> int:
-    """The protocol NCCL's tuner runs a cross-domain ring in: its constants, not wall time. On 10
-    H100 nodes it keeps LL128 for all-gather up to ~240 MB and then switches to Simple, whose
-    steps pay a flush round across NICs where NCCL still flushes (``nccl.gpudirect_flush``)."""
-    seen = _tuner_tiers(shape, profile, t)
-    return min(
-        t.protocols, key=lambda p: _nccl_ring_s(size, shape, profile, seen, schedule, proto=p)
-    )
-
-
-def _tree_tuner_alg_gb_per_s(
-    shape: GroupShape, profile: FabricProfile, t: Tiers, proto: int
-) -> float:
-    """Tree all-reduce algbw as NCCL's tuner computes it (tuning.cc 306-380): one channel per
-    NIC at its rate, doubled at ≤ 2 domains (search.cc:1280), per-channel caps, ×0.5 bus→alg."""
-    index = nccl.node_index(shape)
-    doubled = 2.0 if shape.domains <= 2 else 1.0
-    bus = doubled * t.out_gb_per_s
-    if proto == LL:
-        bus = min(bus / nccl.TREE_LL_DIVISOR, t.ll_cap_gb_per_s)
-    elif proto == LL128:
-        cap = nccl.PER_CHANNEL_TREE_LL128.get(profile.arch, (1e9,) * 3)[index]
-        bus = min(bus * nccl.TREE_LL128_FACTOR, t.channels * cap)
-    else:
-        cap = nccl.PER_CHANNEL_TREE.get(profile.arch, (1e9,) * 3)[index]
-        bus = min(bus * nccl.TREE_SIMPLE_FACTOR, t.channels * cap)
-    return bus / 2
 
 
 def tree_edges(domains: int) -> int:
@@ -196,54 +138,15 @@ def _tree_physical_alg_gb_per_s(t: Tiers, proto: int, domains: int) -> float:
     return min(alg, t.ll_cap_gb_per_s / 2) if proto == LL else alg
 
 
-def _nccl_prefers_tree(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> bool:
-    """NCCL's own choice of tree over ring and NVLS-tree all-reduce: its latency constants (hop
-    types summed, tuning.cc 400-420; network hops with the plugin's latency) and its bandwidths
-    (per-channel caps, size correction)."""
-    n, d, m = shape.ranks, shape.domains, shape.max_per_domain
-    schedule = RingSteps(2 * (n - 1), 2 * (d - 1), 2 * (n - 1) / n, allreduce=True)
-    t = _tuner_tiers(shape, profile, t)
-    ring_s, tree_s = math.inf, math.inf
-    for proto in t.protocols:
-        ring_s = min(ring_s, _nccl_ring_s(size, shape, profile, t, schedule, proto=proto))
-        net = nccl.tuner_net_hop_us("tree", proto, profile)
-        hops = (m - 1) * nccl.NVLINK_US["tree"][proto] + nccl.log2_domains(shape) * net
-        lat = nccl.BASE_US["tree"][proto] + 2 * hops
-        alg = _tree_tuner_alg_gb_per_s(shape, profile, t, proto) * nccl.tree_correction(size, proto)
-        tree_s = min(tree_s, lat * US + size / (alg * GB))
-    return tree_s <= min(ring_s, _nccl_nvls_tree_s(size, shape, profile, t))
-
-
-def _nccl_nvls_tree_s(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) -> float:
-    """NCCL's tuner time for NVLS-tree all-reduce (tuning.cc 306-322, 380, 426): per channel the
-    NVLink side (line × the tuner's NVLS efficiency × (ch−1)/ch, ×2 for all-reduce), the NIC side
-    (×2 at 2 domains) and the per-channel cap (from 2.28); bus→alg nRanks/nsteps; latency 25 µs
-    inside the domain plus 2·log2(domains) network hops of 20.9 µs (14 until 2.28.7) and twice
-    the plugin's latency (Simple, ``nccl.tuner_net_hop_us``); the constants of the profile's NCCL
-    release (``nccl.nccl_release``). inf where NVLS-tree does not exist."""
-    if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or shape.max_per_domain < 2:
-        return math.inf
-    n, d = shape.ranks, shape.domains
-    channels, _ = chunks.nvls_tree_tuning(shape, profile)
-    eff = nccl.NVLS_TUNER_EFFICIENCY.get(profile.arch, 0.85)
-    intra = 2 * profile.nvlink_gb_per_s * eff * (channels - 1) / channels
-    inter = (2.0 if d <= 2 else 1.0) * t.out_gb_per_s
-    caps = nccl.nvls_tree_channel_caps(profile)
-    alg = min(intra, inter, channels * caps[nccl.node_index(shape)]) * n / (2 * (n - 1))
-    net = nccl.tuner_net_hop_us("nvls-tree", SIMPLE, profile)
-    lat = nccl.NVLINK_US_NVLS_TREE + 2 * nccl.log2_floor(d) * net
-    return lat * US + size / (alg * GB)
-
-
 def tree_allreduce(
     size: int, shape: GroupShape, profile: FabricProfile, t: Tiers, *, auto: bool = True
 ) -> list[Candidate]:
     """In auto mode only where NCCL would pick tree over ring and NVLS-tree
-    (``_nccl_prefers_tree``); priced
+    (``tuner.nccl_prefers_tree``); priced
     at the physical rate (at most twice the tuner's) with the profile's wall-time latencies."""
     if "tree" not in t.algorithms or not shape.multi_domain:
         return []
-    if auto and not _nccl_prefers_tree(size, shape, profile, t):
+    if auto and not nccl_prefers_tree(size, shape, profile, t):
         return []
     log_domains = nccl.log2_domains(shape)
     chain = nccl.TREE_SIMPLE_FACTOR * profile.nvlink_ring_gb_per_s / 2
@@ -253,23 +156,21 @@ def tree_allreduce(
         inter = nccl.net_hop_us(t, "tree", proto)
         hops = (shape.max_per_domain - 1) * intra + log_domains * inter
         lat = (nccl.BASE_US["tree"][proto] * t.base_scale + t.net_base_us + 2 * hops) * US
-        tuner = _tree_tuner_alg_gb_per_s(shape, profile, t, proto)
+        tuner = tree_tuner_alg_gb_per_s(shape, profile, t, proto)
         alg = min(_tree_physical_alg_gb_per_s(t, proto, shape.domains), 2 * tuner)
         tier = t.out_tier
         if shape.max_per_domain > 1 and chain < alg:
             alg, tier = chain, "nvlink"
-        transfer = size / (alg * nccl.tree_correction(size, proto) * GB)
+        streaming = size / (alg * GB)
         loop = chunks.tree_loop_bytes(size, shape, t.channels, proto, profile.nccl_buffsize)
         stages = 2 * chunks.tree_stages(shape)
-        transfer += _fill_s(size, transfer, profile.stage_fill_loops * stages, loop)
+        # the fill at its own efficiency (tuner.fill_efficiency): a larger message never fills
+        # sooner where the size correction rises with size
+        filling = streaming / fill_efficiency(size, int(loop), proto)
+        fill = _fill_s(size, filling, profile.stage_fill_loops * stages, loop)
+        transfer = streaming / tree_efficiency(size, proto) + fill
         out.append(Candidate("tree", nccl.PROTOCOLS[proto], lat, transfer, tier))
     return out
-
-
-def _runs(profile: FabricProfile, t: Tiers, algorithm: str) -> bool:
-    """Whether an NVLS-family algorithm (Simple only) can run: NVLink SHARP in the hardware, and
-    the algorithm and Simple allowed by the platform's NCCL set-up."""
-    return profile.nvls and algorithm in t.algorithms and SIMPLE in t.protocols
 
 
 def _fill_s(size: int, transfer_s: float, loops: float, loop_bytes: float) -> float:
@@ -283,7 +184,7 @@ def nvls(
 ) -> list[Candidate]:
     """NVLS inside one domain (AR, and RS/AG up to 32 local ranks); Simple only."""
     m = shape.max_per_domain
-    if not _runs(profile, t, "nvls") or shape.multi_domain or m < 2:
+    if not nvls_runs(profile, t, "nvls") or shape.multi_domain or m < 2:
         return []
     if collective_factor < 1.0 and m > chunks.NVLS_MAX_HEADS:
         return []
@@ -299,32 +200,42 @@ def nvls_tree_allreduce(
     """NVLS inside each domain, a tree across (tuning.cc 311-322): inter busbw = NIC egress
     (×2 at ≤ 2 domains), capped per channel, no 0.92 and bus→alg nRanks/nsteps (D2)."""
     m = shape.max_per_domain
-    if not _runs(profile, t, "nvls-tree") or not shape.multi_domain or m < 2:
+    if not nvls_runs(profile, t, "nvls-tree") or not shape.multi_domain or m < 2:
         return []
     n = shape.ranks
     channels, chunk = chunks.nvls_tree_tuning(shape, profile)
     doubled = 2.0 if shape.domains <= 2 else 1.0
     cap = nccl.PER_CHANNEL_NVLS_TREE.get(profile.arch, (1e9,) * 3)[nccl.node_index(shape)]
     inter_bus = min(doubled * t.out_gb_per_s, channels * cap)
-    slow = 1.0
-    if profile.arch == "blackwell" and profile.gpus_per_nvlink_domain == profile.gpus_per_node:
-        slow = 1 / nccl.tree_correction(size, SIMPLE)  # x86 Blackwell (tuning.cc:645)
-    inter_s = slow * 2 * (n - 1) / n * size / (inter_bus * GB)
+    inter_s = 2 * (n - 1) / n * size / (inter_bus * GB)
     intra_bw = nccl.nvls_algbw_gb_per_s(m, profile) * profile.nvls_tree_efficiency
-    intra_s = slow * size / (intra_bw * GB)
-    transfer = max(intra_s, inter_s)
+    intra_s = size / (intra_bw * GB)
     loop = chunks.nvls_tree_loop_bytes(size, channels, min(m, chunks.NVLS_MAX_HEADS), chunk)
+    # x86 Blackwell: the tree's size correction, smooth in size and, for the fill, the loop's
+    # (as the tree's: a larger message never finishes sooner)
+    slow, piece_slow = _x86_slowdown(size, loop, profile)
+    transfer = slow * max(intra_s, inter_s)
     # fill: the first loop crosses NVLS inside the domain, then one stage per tree level up and
     # down between domains, each stage at its own tier's rate (the slower tier sets the plateau)
     levels = nccl.log2_domains(shape)
     stages = profile.nvls_tree_stage_fill_loops * 2 * levels
-    fill = _fill_s(size, intra_s, profile.pipeline_fill_loops, loop)
-    fill += _fill_s(size, inter_s, stages, loop)
+    fill = _fill_s(size, piece_slow * intra_s, profile.pipeline_fill_loops, loop)
+    fill += _fill_s(size, piece_slow * inter_s, stages, loop)
     inter_hop = nccl.net_hop_us(t, "nvls-tree", SIMPLE)
     lat = profile.nvls_latency_us + t.net_base_us + 2 * levels * inter_hop
     bottleneck = t.out_tier if inter_s >= intra_s else "nvlink"
     seconds = transfer + fill
     return [Candidate("nvls-tree", "Simple", lat * US, seconds, bottleneck)]
+
+
+def _x86_slowdown(size: int, loop: int, profile: FabricProfile) -> tuple[float, float]:
+    """NVLS-tree's slowdown on x86 Blackwell (tuning.cc:643-646 @5067397c) for the stream and
+    for its loop-sized fill pieces; 1 elsewhere."""
+    if not x86_blackwell(profile):
+        return 1.0, 1.0
+    buckets = NVLS_TREE_BUCKETS
+    stream = tree_efficiency(size, SIMPLE, buckets)
+    return 1 / stream, 1 / fill_efficiency(size, loop, SIMPLE, buckets)
 
 
 def hierarchical_allreduce(
@@ -417,7 +328,7 @@ def send_recv(size: int, shape: GroupShape, profile: FabricProfile, t: Tiers) ->
             "p2p",
             nccl.PROTOCOLS[proto],
             nccl.ring_latency_us(multi, t, 1, 1 if multi else 0, proto) * US,
-            fill * size / (_ring_bw(peer, t, proto, profile.arch) * GB),
+            fill * size / (ring_bw(peer, t, proto, profile.arch) * GB),
             tier,
         )
         for proto in protocols

@@ -15,16 +15,26 @@ picks for whichever shape:
 * every (most, fewest) members per domain ``1 ≤ l ≤ m ≤ c`` that ``n`` members allow is tried,
   each at the fewest and at the most domains that split allows (every term of the model is
   monotone in the number of domains for a fixed split, in either direction);
-* the emptiest domain drives as many NICs as it has members (one rail per GPU, at most the
-  NICs of its nodes); the group is rail-aligned in one rail group under one spine, at load 1;
+* the emptiest domain drives every NIC count its members could: from one per node they need
+  to one per member (at most the NICs of its nodes) — NCCL runs a channel per NIC, and more
+  channels also lengthen the tree's pipeline fill, so more NICs are not always faster; the
+  group is rail-aligned in one rail group under one spine, at load 1;
 * nodes: the fewest the pods allow, and — for algorithms that need one rank per node (PAT) —
   the most;
 * pipeline: the chain's worst pair is at best on one node when the whole chain fits one node,
   else inside one domain when it fits one domain, else one leaf hop on the same rail.
 
-TPU tori keep the model's own placement-free bound (a group in as few slices as possible).
-The spine bytes of the bound are 0. The property test ``test_bound_property`` checks,
-over random clusters, jobs, rank orders and arbitrary placements, that nothing predicts less.
+TPU tori (:mod:`fabricfit.cost.torus`) price a group by its fullest slice ``m``, its slices and
+how its chips sit on hosts: all on one host, or spread with some host full, is a compact
+sub-slice; spread over hosts each holding fewer chips than a host has is one mesh axis (a line,
+slower). For every ``m`` the fewest slices are tried (the DCN term only grows with slices), in
+each host layout the group's pods allow — pods smaller than a host may share one, so a group of
+two 2-chip pods can be a compact 2x2 on one 4-chip host.
+
+The spine bytes of the bound are 0. The property test ``test_bound_property`` checks, over
+every preset and custom profiles, random clusters, jobs, rank orders, pods that fill a host or
+take part of one, and arbitrary placements, that nothing predicts less. A plan whose prediction
+still falls below its bound says so (``placement.decision.bound_warnings``).
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.cost.collectives import estimate_shape
 from fabricfit.cost.shape import GroupShape
 from fabricfit.cost.volumes import DIMENSIONS, Call, StepCommEstimate, step_calls
-from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles import FabricProfile, TorusSpec
 from fabricfit.fabric.topology import NodeInfo
 
 __all__ = ["Hardware", "hardware_of", "step_lower_bound"]
@@ -89,13 +99,15 @@ class _Group:
     ranks: int
     per_node: int  # most members on one node
     pods: int  # pods the group spans (most nodes it can use)
+    per_pod: int  # most members in one pod (fewest a node holding one of its pods holds)
 
 
 def _group_of(members: Sequence[int], gpus_per_pod: int, hardware: Hardware) -> _Group:
     per_pod = Counter(r // gpus_per_pod for r in members)
     pods_per_node = max(1, hardware.node_gpus // gpus_per_pod)
-    per_node = max(1, min(hardware.node_gpus, max(per_pod.values()) * pods_per_node))
-    return _Group(len(members), min(per_node, len(members)), len(per_pod))
+    fullest_pod = max(per_pod.values())
+    per_node = max(1, min(hardware.node_gpus, fullest_pod * pods_per_node))
+    return _Group(len(members), min(per_node, len(members)), len(per_pod), fullest_pod)
 
 
 def _shapes(group: _Group, hardware: Hardware) -> Iterator[GroupShape]:
@@ -118,21 +130,31 @@ def _with_nodes(
     n = group.ranks
     fewest = max(domains, _ceil_div(n, group.per_node))
     most_nodes = min(group.pods, domains * hardware.nodes_per_domain, n)
-    nics = max(1, min(least, hardware.nics_per_node * hardware.nodes_per_domain))
     for nodes in {fewest, max(fewest, most_nodes)}:
-        yield GroupShape(
-            ranks=n,
-            nodes=nodes,
-            domains=domains,
-            max_per_domain=most,
-            min_per_domain=least,
-            min_nics_per_domain=nics,
-            max_per_node=max(1, min(most, _ceil_div(n, nodes), group.per_node)),
-            rail_groups=1,
-            ungrouped=False,
-            spines=1,
-            rail_aligned=True,
-        )
+        for nics in _nic_counts(group, hardware, least) if domains > 1 else (least,):
+            yield GroupShape(
+                ranks=n,
+                nodes=nodes,
+                domains=domains,
+                max_per_domain=most,
+                min_per_domain=least,
+                min_nics_per_domain=nics,
+                max_per_node=max(1, min(most, _ceil_div(n, nodes), group.per_node)),
+                rail_groups=1,
+                ungrouped=False,
+                spines=1,
+                rail_aligned=True,
+            )
+
+
+def _nic_counts(group: _Group, hardware: Hardware, least: int) -> range:
+    """NICs the emptiest domain's ``least`` members can drive: at least one per node they need,
+    at most one each. Every count is tried: NCCL runs a channel per NIC, and more channels
+    also mean a longer tree pipeline fill (``chunks.tree_loop_bytes``), so more NICs are not
+    always faster."""
+    fewest = _ceil_div(least, group.per_node)
+    most = max(fewest, min(least, hardware.nics_per_node * hardware.nodes_per_domain))
+    return range(fewest, most + 1)
 
 
 # Pipeline pairs: same node, same domain on two nodes, one leaf hop on the same rail.
@@ -162,17 +184,33 @@ def _best_seconds(
     )
 
 
-def _torus_shape(ranks: int, profile: FabricProfile, gpus_per_pod: int) -> GroupShape:
-    """A torus group in as few slices as possible (TPU presets: the model's own bound)."""
-    per_node = max(1, min(profile.gpus_per_node, gpus_per_pod))
-    domains = _ceil_div(ranks, max(profile.gpus_per_nvlink_domain, 1))
-    most = _ceil_div(ranks, domains)
-    least = ranks - (domains - 1) * most
-    nics = max(1, _ceil_div(least * profile.nics_per_node, profile.gpus_per_node))
-    nodes = domains * _ceil_div(most, per_node)
-    return GroupShape(
-        ranks, nodes, domains, most, least, nics, min(most, per_node), 1, False, 1, True
-    )
+def _torus_shapes(group: _Group, hardware: Hardware, torus: TorusSpec) -> Iterator[GroupShape]:
+    """The torus family of the module docstring: for each possible fullest slice ``m``, the
+    fewest slices it allows, in each layout of the hosts the group's pods allow."""
+    n = group.ranks
+    cap = max(1, min(hardware.domain_gpus, n, group.per_node * hardware.nodes_per_domain))
+    for most in range(1, cap + 1):
+        domains = 1 if most == n else max(2, _ceil_div(n, most))
+        least = n - (domains - 1) * most
+        for nodes, per_node in _torus_hosts(group, torus, domains, most):
+            yield GroupShape(
+                n, nodes, domains, most, least, 1, per_node, 1, False, 1, rail_aligned=True
+            )
+
+
+def _torus_hosts(group: _Group, torus: TorusSpec, domains: int, most: int) -> list[tuple[int, int]]:
+    """(hosts, most chips on one host) for the ICI layouts ``torus.group_axes`` tells apart:
+    all on one host; hosts of which one is full (a compact sub-slice); hosts each holding fewer
+    chips than a host has (one mesh axis) — each only when the group's pods allow it."""
+    n, chips = group.ranks, torus.chips_per_host
+    layouts = []
+    if domains == 1 and group.per_node >= n:
+        layouts.append((1, n))
+    if group.pods > 1 and group.per_node >= min(chips, n):
+        layouts.append((max(2, domains), min(most, group.per_node)))
+    if group.pods > 1 and group.per_pod < chips:
+        layouts.append((max(2, domains, _ceil_div(n, group.per_pod)), group.per_pod))
+    return layouts
 
 
 def step_lower_bound(
@@ -196,13 +234,11 @@ def step_lower_bound(
             by_dimension[dim] = 0.0
             continue
         group = _group_of(first, max(1, gpus_per_pod), hardware)
-        if profile.torus is not None:
-            shapes: Iterable[GroupShape] = [_torus_shape(len(first), profile, gpus_per_pod)]
-            if dim == "pipeline":
-                fits = parallelism.world_size <= profile.gpus_per_nvlink_domain
-                shapes = [_PAIR_SAME_NODE if fits else _PAIR_LEAF]
-        elif dim == "pipeline":
+        shapes: Iterable[GroupShape]
+        if dim == "pipeline":
             shapes = _pair_shapes(group, hardware)
+        elif profile.torus is not None:
+            shapes = _torus_shapes(group, hardware, profile.torus)
         else:
             shapes = _shapes(group, hardware)
         by_dimension[dim] = _best_seconds(calls[dim], shapes, profile)

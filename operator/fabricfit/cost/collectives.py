@@ -57,6 +57,7 @@ class CollectiveEstimate:
     bottleneck: str  # "nvlink" | "nic" | "leaf" | "spine" | "ici" | "dcn" | "latency"
     size_bytes: int
     ranks: int
+    transfer_seconds: float = 0.0  # the bytes / bandwidth part of ``seconds`` (no latency)
 
 
 ALGORITHMS = (
@@ -155,13 +156,8 @@ def _estimate(
     _check_shape(shape)
     if n == 1 or size == 0:
         return CollectiveEstimate(collective, "none", "none", 0.0, 0.0, 0.0, "latency", size, n)
-    if profile.torus is not None:
-        candidates = torus_candidates(collective.value, size, shape, profile, load)
-    else:
-        candidates = _gpu_candidates(
-            collective, size, shape, profile, load=load, algorithm=algorithm
-        )
-    best = _pick(candidates, algorithm, collective, profile)
+    found = candidates(collective, size, shape, profile, algorithm=algorithm, load=load)
+    best = _pick(found, algorithm, collective, profile)
     algbw = size / best.seconds / 1e9
     return CollectiveEstimate(
         collective=collective,
@@ -173,7 +169,25 @@ def _estimate(
         bottleneck=_bottleneck(best),
         size_bytes=size,
         ranks=n,
+        transfer_seconds=best.transfer_s,
     )
+
+
+def candidates(
+    collective: Collective,
+    size: int,
+    shape: GroupShape,
+    profile: FabricProfile,
+    *,
+    algorithm: str = "auto",
+    load: float = 1.0,
+) -> list[Candidate]:
+    """Every (algorithm, protocol) the model weighs for this call, each priced at wall time:
+    with ``algorithm="auto"`` what NCCL's tuner leaves in the running (see ``algorithms``),
+    forced, every candidate of the algorithms the hardware has (``_pick`` keeps the asked one)."""
+    if profile.torus is not None:
+        return torus_candidates(collective.value, size, shape, profile, load)
+    return _gpu_candidates(collective, size, shape, profile, load=load, algorithm=algorithm)
 
 
 def _check_shape(shape: GroupShape) -> None:

@@ -6,9 +6,9 @@ NCCL picks an (algorithm, protocol) pair per call by evaluating, for each enable
 ``time = latency + bytes / bandwidth`` and taking the minimum (``enqueue.cc``,
 ``tuning.cc: ncclTopoGetAlgoTime``). Its *structure* is kept here: which algorithm exists for
 which collective and scope, the protocol factors (LL 50 %, LL128 120/128 ≈ 0.92, Simple 1),
-the per-channel bandwidth caps (``perChMaxTreeBws`` …), the tree's size correction
-(``treeCorrectionFactor``) and how steps add latency. NCCL 2.30.7's tables
-(``src/graph/tuning.cc`` @5067397c) are reproduced below.
+the per-channel bandwidth caps (``perChMaxTreeBws`` …) and how steps add latency (the tree's
+size correction, ``treeCorrectionFactor``, is :mod:`fabricfit.cost.tuner`'s). NCCL 2.30.7's
+tables (``src/graph/tuning.cc`` @5067397c) are reproduced below.
 
 Its latency *constants* are selection heuristics, not wall time (nccl-tests overlaps launches;
 network steps cost more than NCCL assumes once NIC, PCIe and proxy are in the path), so the
@@ -130,15 +130,6 @@ NVLS_TREE_NET_US_UNTIL_2_28_7: Final = 14.0
 TREE_SIMPLE_FACTOR: Final = 0.92
 TREE_LL_DIVISOR: Final = 3.8
 TREE_LL128_FACTOR: Final = 120 / 128
-# treeCorrectionFactor[proto][log2(bytes/64)] for 64 B … 256 MiB (tuning.cc); 1 beyond.
-TREE_CORRECTION: Final = (
-    (1, 1, 1, 1, .9, .8, .7, .7, .7, .7, .6, .5,
-     .4, .4, .5, .6, .7, .8, .9, 1, 1, 1, 1, 1),
-    (1, 1, 1, 1, 1, .9, .8, .8, .8, .7, .6, .6,
-     .6, .6, .6, .6, .8, .9, .9, .9, .9, 1, 1, 1),
-    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
-     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
-)  # fmt: skip
 # PAT (RS/AG, one rank per node): ×0.75 of the ring bandwidth (tuning.cc).
 PAT_FACTOR: Final = 0.75
 
@@ -146,12 +137,6 @@ PAT_FACTOR: Final = 0.75
 def node_index(shape: GroupShape) -> int:
     """Column of NCCL's per-node-count tables: 1 node, 2 nodes, more (domains count as nodes)."""
     return 0 if shape.domains <= 1 else 1 if shape.domains == 2 else 2
-
-
-def tree_correction(size: int, proto: int) -> float:
-    index = (size >> 6).bit_length() - 1
-    table = TREE_CORRECTION[proto]
-    return float(table[index]) if 0 <= index < len(table) else 1.0
 
 
 # Protocols NCCL enables by default: all three. LL128 needs the NIC within a PCIe switch of the
@@ -298,6 +283,8 @@ def tiers(shape: GroupShape, profile: FabricProfile, load: float, *, forced: boo
         over = _oversubscription(shape, profile)
         tier = "spine" if over > 1.0 else "nic"
         per_nic = profile.nic_gb_per_s / (load * max(over, 1.0))
+        if profile.scaleout_decay and shape.domains > 2:  # a calibrated cluster's own decay
+            per_nic *= (2 / shape.domains) ** profile.scaleout_decay
         nics = channel_nics(shape, profile)
         out, p2p = nics * per_nic, shape.min_nics_per_domain * per_nic
     ring, ring_tier = ring_of(shape, profile, out, tier)

@@ -12,8 +12,10 @@ qualified places tell (no spine is ``""``, no rail group or rack is ``None``, an
 NVLink domain is the node alone, ``node:<name>``).
 
 ``fabricfit inspect`` prints this; the operator turns "no tier at all" into
-``TopologyDetected=False`` (reason ``NoTopologyLabels``) and counts unlabelled nodes in
-``fabricfit_nodes_without_topology``.
+``TopologyDetected=False`` (reason ``NoTopologyLabels``) and counts the unlabelled nodes that
+have GPUs in ``fabricfit_nodes_without_topology`` (CPU-only nodes need no tier); a plan made
+without any tier reports its efficiency as unknown (:func:`flat_warning`: ``fabricfit plan``
+and the ``Planned`` condition say why).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Detection:
     gpus: int
     free_gpus: int
     unlabelled: tuple[str, ...]  # nodes that carry no tier at all
+    # of those, the nodes with GPUs (allocatable or DRA): the ones a plan could use
+    unlabelled_gpu_nodes: tuple[str, ...] = ()
 
     @property
     def found(self) -> bool:
@@ -101,11 +105,13 @@ def tier_label_keys(
 def detect_tiers(snapshot: ClusterSnapshot, scheme: str | None = None) -> Detection:
     """What ``snapshot`` (read with ``scheme``, default its own) shows of the fabric."""
     members: dict[str, dict[str, list[tuple[int, int]]]] = {t: {} for t in TIERS}
-    unlabelled = []
+    unlabelled, unlabelled_gpu = [], []
     for node in snapshot.nodes:
         tiers = labelled_tiers(node.place)
         if not tiers:
             unlabelled.append(node.name)
+            if node.gpus > 0:
+                unlabelled_gpu.append(node.name)
         for tier in tiers:
             domain = domain_of(node.place, tier)
             members[tier].setdefault(domain, []).append((node.gpus, _free(node)))
@@ -134,6 +140,7 @@ def detect_tiers(snapshot: ClusterSnapshot, scheme: str | None = None) -> Detect
         gpus=sum(n.gpus for n in snapshot.nodes),
         free_gpus=sum(_free(n) for n in snapshot.nodes),
         unlabelled=tuple(unlabelled),
+        unlabelled_gpu_nodes=tuple(unlabelled_gpu),
     )
 
 
@@ -153,6 +160,17 @@ def describe(detection: Detection) -> str:
     missing = len(detection.unlabelled)
     tail = f"; {missing} of {detection.nodes} nodes carry no topology label" if missing else ""
     return f"label scheme {detection.scheme}: {tiers}{tail}"
+
+
+def flat_warning(detection: Detection) -> str | None:
+    """What a plan must say when no tier was found (None when one was): every placement then
+    looks optimal, so its efficiency is unknown rather than 100%."""
+    if detection.found:
+        return None
+    return (
+        f"{describe(detection)}, so the efficiency is unknown (every placement looks optimal); "
+        "label the nodes or choose the label scheme they carry (fabricfit inspect)"
+    )
 
 
 def count_of(n: int, noun: str) -> str:

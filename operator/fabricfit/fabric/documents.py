@@ -72,6 +72,16 @@ def load_objects(text: str) -> list[dict[str, Any]]:
     return _flatten(_parse(text))
 
 
+def load_document(text: str, what: str = "the input") -> object:
+    """The one YAML (or JSON) document in ``text``, parsed with the same bounds as
+    :func:`load_objects` (aliases, merge keys, integer digits, tags, nesting); None when it is
+    empty. Any other kind of document (a fabric profile) is the caller's to check."""
+    documents = [d for d in _parse(text) if d is not None] if text.strip() else []
+    if len(documents) > 1:
+        raise DocumentError(f"{what} holds {len(documents)} YAML documents, expected one")
+    return documents[0] if documents else None
+
+
 def _parse(text: str) -> list[object]:
     looks_like_json = text.lstrip()[:1] in ("{", "[")
     json_error: json.JSONDecodeError | None = None

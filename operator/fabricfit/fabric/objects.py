@@ -10,6 +10,7 @@ default instead of raising, which is what lets :func:`build_snapshot` promise ne
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any
 
 _EMPTY: Mapping[str, Any] = {}
@@ -60,6 +61,12 @@ def kind_of(value: object) -> str:
         return "a mapping"
     if isinstance(value, list | tuple):
         return "a list"
+    if isinstance(value, date):  # YAML's !!timestamp (datetime is a date)
+        return "a timestamp"
+    if isinstance(value, bytes):  # YAML's !!binary
+        return "binary data"
+    if isinstance(value, set | frozenset):  # YAML's !!set
+        return "a set"
     return "a value of an unknown kind"
 
 

@@ -1,4 +1,5 @@
-"""Pods as the operator and ``fabricfit release`` change them: pin, ungate, label, list.
+"""Pods as the operator and ``fabricfit release`` change them: pin, ungate, label, list, and
+delete a pinned pod that can never bind so its controller recreates it (``delete_pod``).
 
 Every write here is one PATCH; a JSON Patch carries its own ``test`` guards (built by
 :mod:`fabricfit.render.pods`), so a pod that changed underneath fails the write instead of being
@@ -34,3 +35,21 @@ async def label_pod(
 async def list_pods(rest: Rest, namespace: str | None) -> list[dict[str, Any]]:
     """Every pod of ``namespace`` (None: of the cluster)."""
     return await rest.list(path_for("v1", "pods", namespace))
+
+
+async def read_pod(rest: Rest, namespace: str, name: str) -> dict[str, Any] | None:
+    """One pod, or None when it is gone."""
+    return await rest.get(path_for("v1", "pods", namespace, name))
+
+
+async def delete_pod(
+    rest: Rest, namespace: str, name: str, *, uid: str, resource_version: str
+) -> None:
+    """Delete one pod only if it is still the object read (``uid``) and unchanged since
+    (``resourceVersion``): a pod bound or changed meanwhile fails with 409 Conflict instead."""
+    options = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {"uid": uid, "resourceVersion": resource_version},
+    }
+    await rest.request("DELETE", path_for("v1", "pods", namespace, name), body=options)

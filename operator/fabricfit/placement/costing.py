@@ -7,6 +7,8 @@ and the fabric location of every rank. The search calls it once per candidate an
 move, so this module keeps the per-job constants (groups as plain lists, the lower bound) and a
 cache of ``GpuSlot`` values per pod slot, and converts the cost model's estimate to the
 placement's own frozen ``StepTimes`` so the rest of ``placement`` does not depend on its type.
+Given the running jobs (``neighbours``), it prices each candidate next to them as well
+(``placement.neighbours``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, RankLayout
+from fabricfit.placement.neighbours import Assessment, NeighbourPricer, Neighbours
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot
 
@@ -41,12 +44,18 @@ class StepModel:
         layout: RankLayout,
         request: PlacementRequest,
         profile: FabricProfile,
+        neighbours: Neighbours | None = None,
     ) -> None:
         self._snapshot = snapshot
         self._request = request
         self._profile = profile
         self._groups = {k: [list(g) for g in layout.groups[k]] for k in GROUP_KINDS}
         self._pod_gpus: dict[PodSlot, tuple[GpuSlot, ...]] = {}
+        self._pricer = (
+            NeighbourPricer(neighbours, self._groups, request, profile)
+            if neighbours is not None
+            else None
+        )
         self.evaluations = 0
 
     def rank_slots(self, slots: Sequence[PodSlot]) -> tuple[GpuSlot, ...]:
@@ -64,6 +73,11 @@ class StepModel:
         return tuple(out)
 
     def predict(self, ranks: Sequence[GpuSlot]) -> StepTimes:
+        """Predicted step communication of ``ranks``, next to the neighbours when given."""
+        return self.assess(ranks).times
+
+    def assess(self, ranks: Sequence[GpuSlot]) -> Assessment:
+        """The prediction, and with neighbours what the placement costs the running jobs."""
         self.evaluations += 1
         estimate = estimate_step(
             self._groups,
@@ -72,7 +86,10 @@ class StepModel:
             self._request.model,
             self._profile,
         )
-        return to_step_times(estimate)
+        alone = to_step_times(estimate)
+        if self._pricer is None:
+            return Assessment(alone)
+        return self._pricer.assess(ranks, alone)
 
     def cross_rail(self, ranks: Sequence[GpuSlot]) -> dict[str, int]:
         """Per dimension, the groups whose traffic changes rails (cost.step)."""

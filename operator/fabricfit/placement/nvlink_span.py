@@ -13,6 +13,11 @@ Any dimension counts (tensor and expert groups are the usual ones, but a data or
 the plan kept inside a rack is priced at NVLink speed too). A group whose ranks are on one node
 needs nothing (intra-node NVLink), and one that crosses domains uses the network anyway.
 
+Only GPU fabrics have NVLink: on a TPU profile (a torus) the domain label is the slice, whose
+chips talk over ICI with nothing to set up, so no group spans trays there (a TPU plan asked for
+an NVIDIA ComputeDomain). On a GPU fabric a domain of several nodes is multi-node NVLink, what
+the cost model priced; a profile of one-node domains on rack-labelled trays counts too.
+
 The driver's channel is one per node (device ``channel`` 0, allocated to one claim at a time),
 so when the plan puts two pods of the job on one node only one of them can get it:
 :attr:`NvlinkSpan.shared_nodes` names such nodes.
@@ -25,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.layout import GROUP_KINDS, Groups
@@ -59,17 +65,26 @@ class NvlinkSpan:
         return ", ".join(parts)
 
 
+def has_nvlink(profile: FabricProfile | None) -> bool:
+    """Whether the fabric's scale-up domain is NVLink (a GPU fabric), not a TPU slice's ICI.
+    ``None`` (the fabric is not known here) counts as a GPU fabric."""
+    return profile is None or not profile.is_torus
+
+
 def nvlink_span(
     plan: Sequence[str],
     groups: Mapping[str, Groups],
     gpus_per_pod: int,
     domain_of: Mapping[str, str],
+    *,
+    profile: FabricProfile | None = None,
 ) -> NvlinkSpan:
-    """The span of ``plan`` (pod index -> node) for the layout ``groups``.
+    """The span of ``plan`` (pod index -> node) for the layout ``groups`` on ``profile``'s fabric
+    (empty on a TPU torus: module docstring).
 
     ``domain_of`` maps a node to its NVLink domain; a node missing from it is a domain alone.
     Ranks beyond the plan (an incomplete plan) are ignored."""
-    if gpus_per_pod < 1 or not plan:
+    if gpus_per_pod < 1 or not plan or not has_nvlink(profile):
         return NvlinkSpan()
     counts: dict[str, int] = {}
     domains: set[str] = set()
@@ -93,12 +108,16 @@ def nvlink_span(
 
 
 def decision_span(
-    decision: PlacementDecision, snapshot: ClusterSnapshot, gpus_per_pod: int
+    decision: PlacementDecision,
+    snapshot: ClusterSnapshot,
+    gpus_per_pod: int,
+    profile: FabricProfile,
 ) -> NvlinkSpan:
-    """The span of a feasible decision on the snapshot it was made on (empty when infeasible)."""
+    """The span of a feasible decision on the snapshot and fabric it was made on (empty when
+    infeasible)."""
     if not decision.feasible:
         return NvlinkSpan()
     domains = {
         n: snapshot.node(n).place.nvlink_domain for n in set(decision.pods) if snapshot.has_node(n)
     }
-    return nvlink_span(decision.pods, decision.groups, gpus_per_pod, domains)
+    return nvlink_span(decision.pods, decision.groups, gpus_per_pod, domains, profile=profile)

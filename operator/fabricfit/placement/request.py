@@ -93,6 +93,9 @@ class PlacementRequest:
     # RDMA NICs (dranet) each pod's claims ask for next to its GPUs, chosen on the GPUs' PCIe
     # roots when the choice is enforced (0: none asked for).
     nics_per_pod: int = 0
+    # Seconds one training step computes, when the job declares it (a trace's duration over its
+    # steps); None: derived from the model and the fabric's peak FLOP/s (contention.duty).
+    compute_seconds_per_step: float | None = None
 
     @property
     def world_size(self) -> int:

@@ -9,13 +9,16 @@ Theory of operation
 3. If the slots cannot hold the job, stop: reasons plus the largest job that fits now.
 4. Generate hierarchical candidates (``candidates``) plus the placements Kueue TAS BestFit would
    make with the job preferred (or required) at each topology level (``peers.kueue_bestfit``),
-   run plugin filters, price survivors with the cost model, rank them by weighted plugin score,
+   (next to running jobs, also the candidates of the ``QUIET_SPINES`` least loaded spines
+   alone), run plugin filters, price survivors with the cost model (next to the running
+   jobs' traffic when ``neighbours`` are given), rank them by weighted plugin score,
    and hill-climb the best (``improve``). The result never predicts more step communication
    than the cheapest Kueue candidate that passed the filters: if the best by score does (the
    small-weight plugins can outvote a few percent of communication), the best-scored candidate
    at or under that peer's time wins.
-5. Break ties for the jobs behind: among the chosen candidate and those that predict no more
-   step communication than it, take the one that sends the fewest bytes across the spine,
+5. Break ties for the jobs running and behind: among the chosen candidate and those that
+   predict no more step communication than it, take the one that slows the running jobs
+   least (with ``neighbours``), then the one that sends the fewest bytes across the spine,
    then the one that leaves the most free capacity whole (least ``packing`` loss: best fit at
    the node, then the NVLink domain, rail group and spine whose entirely free nodes it
    breaks). The job's own predicted communication never grows.
@@ -46,7 +49,7 @@ from fabricfit.placement.candidates import (
 )
 from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
 from fabricfit.placement.costing import StepModel
-from fabricfit.placement.decision import PlacementDecision, RankPlacement
+from fabricfit.placement.decision import PlacementDecision, RankPlacement, bound_warnings
 from fabricfit.placement.devices import device_view, enforces_devices, name_devices
 from fabricfit.placement.feasibility import (
     capacity_in_units,
@@ -56,6 +59,7 @@ from fabricfit.placement.feasibility import (
 )
 from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
+from fabricfit.placement.neighbours import Neighbours, quiet_spines
 from fabricfit.placement.packing import FreeCapacity, free_capacity, packing_loss
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.peers.kueue_bestfit import LEVELS as PEER_LEVELS
@@ -70,6 +74,16 @@ PEER_LABEL = "kueue-bestfit (the peer's placement)"  # preferred rail group, Kue
 PEER_PREFIX = "kueue-bestfit ("  # every Kueue candidate's label starts so
 PEER_TOLERANCE = 1e-9  # relative: float noise between equal placements is not "worse"
 COMM_TIE = PEER_TOLERANCE  # relative: a tie is no more communication than float noise
+QUIET_SPINES = 2  # with running jobs, the least loaded spines whose candidates are added
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTuning:
+    """How the search scores and how far it climbs: the scoring plugins, and the local-move
+    evaluations it may spend (None: by job size, ``improve.default_move_budget``)."""
+
+    plugins: Sequence[Plugin] = DEFAULT_PLUGINS
+    move_budget: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,23 +108,25 @@ def plan_placement(
     profile: FabricProfile,
     *,
     reservations: Mapping[str, int] = NO_RESERVATIONS,
-    plugins: Sequence[Plugin] = DEFAULT_PLUGINS,
-    move_budget: int | None = None,
+    tuning: SearchTuning | None = None,
+    neighbours: Neighbours | None = None,
 ) -> PlacementDecision:
     """Plan where every pod and rank of ``request`` goes on ``snapshot`` (see module docstring).
 
     ``reservations`` maps node name → GPUs held by other plans not yet visible as pods (DRA
     devices other plans chose: pass ``placement.devices.device_view`` of the snapshot).
-    ``move_budget`` caps local-move evaluations (None: by job size).
+    ``tuning``: the plugins and the local-move budget (default: ``DEFAULT_PLUGINS``, by job
+    size). ``neighbours``: the running jobs' link load; every candidate is then priced next to
+    their traffic (``neighbours``). Who picks the GPUs is the request's ``gpu_choice``: when
+    fabricfit does (DRA), the plan names every rank's device (``placement.devices``).
     """
     snapshot = device_view(snapshot, request)
-    decision = _plan(snapshot, request, profile, reservations, (plugins, move_budget))
+    tuning = tuning if tuning is not None else SearchTuning()
+    decision = _plan(snapshot, request, profile, reservations, (tuning, neighbours))
     decision = replace(decision, gpu_choice=request.gpu_choice)
-    return (
-        name_devices(decision, snapshot, request)
-        if enforces_devices(request, snapshot)
-        else decision
-    )
+    if enforces_devices(request, snapshot):
+        return name_devices(decision, snapshot, request)
+    return decision
 
 
 def _plan(
@@ -118,9 +134,9 @@ def _plan(
     request: PlacementRequest,
     profile: FabricProfile,
     reservations: Mapping[str, int],
-    tuning: tuple[Sequence[Plugin], int | None],
+    settings: tuple[SearchTuning, Neighbours | None],
 ) -> PlacementDecision:
-    plugins, move_budget = tuning
+    tuning, neighbours = settings
     nodes, rejected = eligible_nodes(snapshot, request, reservations)
     spares = spares_for(snapshot, request, profile, reservations, eligible={n.name for n in nodes})
     fabric = profile_name(profile)
@@ -143,7 +159,7 @@ def _plan(
     problem = _prepare(request, nodes, rejected, reservations, spares)
     if problem.units_free < problem.units_needed:
         return replace(_no_room(problem, snapshot, request, fabric), spares=spares)
-    model = StepModel(snapshot, problem.layout, request, profile)
+    model = StepModel(snapshot, problem.layout, request, profile, neighbours)
     ctx = PlanContext(
         request=request,
         layout=problem.layout,
@@ -151,7 +167,11 @@ def _plan(
         lower_bound=model.lower_bound(),
     )
     census = partial(free_capacity, snapshot, reservations)  # only when candidates tie
-    decision = _search(problem, Scorer(ctx, plugins, model), census, fabric, move_budget)
+    busy = neighbours if neighbours is not None and len(neighbours.load) else None
+    scorer = Scorer(ctx, tuning.plugins, model)
+    decision = _search(
+        problem, scorer, census, fabric, move_budget=tuning.move_budget, neighbours=busy
+    )
     return replace(decision, spares=spares)
 
 
@@ -232,12 +252,15 @@ def _search(
     scorer: Scorer,
     census: Callable[[], FreeCapacity],
     fabric: str,
+    *,
     move_budget: int | None,
+    neighbours: Neighbours | None,
 ) -> PlacementDecision:
     """Score every candidate, hill-climb the best, build the decision."""
-    candidates = list(
-        generate_candidates(problem.blocks, problem.domains, job_sub_blocks(problem.layout))
-    )
+    sub_blocks = job_sub_blocks(problem.layout)
+    candidates = list(generate_candidates(problem.blocks, problem.domains, sub_blocks))
+    if neighbours is not None:
+        candidates.extend(_quiet_candidates(problem, neighbours, candidates, sub_blocks))
     candidates.extend(_peer_candidates(problem))
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
@@ -258,6 +281,25 @@ def _search(
     best, _ = improve(scorer, scored[0], problem.domains, movable, budget)
     chosen = _best_packed(_no_worse_than_peer(best, scored), scored, census, problem.layout)
     return _decision(chosen, scorer, problem.layout, fabric)
+
+
+def _quiet_candidates(
+    problem: _Problem,
+    neighbours: Neighbours,
+    found: Sequence[PlanCandidate],
+    sub_blocks: Mapping[int, int],
+) -> list[PlanCandidate]:
+    """The candidates of the ``QUIET_SPINES`` least loaded spines (``neighbours.quiet_spines``)
+    alone, those not found already: the usual scopes keep to the tightest spine."""
+    seen = {c.slots for c in found}
+    out: list[PlanCandidate] = []
+    for spine in quiet_spines(problem.domains, neighbours, QUIET_SPINES):
+        scoped = [d for d in problem.domains if d.spine == spine]
+        for candidate in generate_candidates(problem.blocks, scoped, sub_blocks):
+            if candidate.slots not in seen:
+                seen.add(candidate.slots)
+                out.append(replace(candidate, label=f"quiet {candidate.label}"))
+    return out
 
 
 def _peer_candidates(problem: _Problem) -> list[PlanCandidate]:
@@ -297,9 +339,10 @@ def _best_packed(
     layout: RankLayout,
 ) -> Scored:
     """Among ``chosen`` and the candidates that predict no more step communication (up to
-    ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one that sends the fewest
-    bytes across the spine (on a full-bisection fabric crossing it costs nothing in the model,
-    but it is traffic on shared links the job did not need), then the least packing loss
+    ``COMM_TIE``, never above the Kueue limit ``chosen`` met), the one that slows the running
+    jobs least (GPU-seconds, ``neighbours``; 0 without them), then the one that sends the
+    fewest bytes across the spine (on a full-bisection fabric crossing it costs nothing in the
+    model, but it is traffic on shared links the job did not need), then the least packing loss
     (``packing``); equal keys keep the score order, ``chosen`` first. A cheaper candidate can
     be in the set: the score order weighs the small plugins too."""
     limit = min(chosen.predicted_seconds * (1.0 + COMM_TIE), _peer_limit(scored))
@@ -310,6 +353,7 @@ def _best_packed(
     return min(
         ties,
         key=lambda s: (
+            round(s.evaluated.predicted.added_to_others_gpu_seconds, 12),
             round(s.evaluated.predicted.spine_bytes_per_step),
             packing_loss(free, s.evaluated.slots, layout.gpus_per_pod),
         ),
@@ -340,5 +384,6 @@ def _decision(best: Scored, scorer: Scorer, layout: RankLayout, fabric: str) -> 
         reasons=scorer.explain(best),
         scores=best.scores,
         candidate=best.label,
+        warnings=bound_warnings(best.evaluated.predicted, scorer.ctx.lower_bound),
         cross_rail=scorer.model.cross_rail(best.evaluated.ranks),
     )

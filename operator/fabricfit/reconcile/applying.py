@@ -19,6 +19,15 @@ gate in one JSON Patch guarded by a ``test`` of the gate, so a concurrent change
 instead of unpinning something else. A pod already pinned is never touched again, so an
 operator restart between planning and pinning cannot pin a pod twice or somewhere else.
 
+A pinned pod that kube-scheduler calls ``Unschedulable`` because something fabricfit does not
+place took its node's GPUs (reservations are fabricfit's own bookkeeping: kube-scheduler does
+not see them) cannot be moved: once its gate is gone its node affinity is immutable. After the
+plan has moved it (``planning.replace_stuck``), ``recreate_stuck`` deletes it, unbound, so its
+controller recreates it from the gated template and the new pod is pinned to the new node. The
+pod is read again first and deleted with ``uid`` and ``resourceVersion`` preconditions, so a pod
+that was bound (or changed) meanwhile is never deleted. Plain Pods have no controller to
+recreate them and are never deleted.
+
 A template patch the API server refuses for what it says (validation: 400/422; an admission
 webhook's denial: 403 naming the webhook) will be refused again for the same inputs, so the
 refusal is remembered per TrainingTopology with a fingerprint of the patch, the workload's
@@ -37,7 +46,7 @@ from typing import Any
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.kube.pods import label_pod, patch_pod
+from fabricfit.kube.pods import RACES, delete_pod, label_pod, patch_pod, read_pod
 from fabricfit.kube.rest import ApiError, Rest
 from fabricfit.kube.workloads import patch_workload
 from fabricfit.placement.devices import PodDevices
@@ -46,7 +55,7 @@ from fabricfit.reconcile.context import Refusal, Target
 from fabricfit.reconcile.devices import Step, release_onto_devices
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kueue import fit_to_podset, group_podsets, podset_group_name
-from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of
+from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of, stuck_on
 from fabricfit.render.workload import build_template_patch, build_workload_labels
 from fabricfit.workloads import (
     allows_pod_affinity,
@@ -325,3 +334,42 @@ async def pin_pods(
             continue  # changed underneath us: the next event or resync sees the new state
         result.pinned.append(meta.get("name") or "")
     return result
+
+
+def stuck_pods(target: Target) -> dict[int, tuple[str, Mapping[str, Any]]]:
+    """Pod index → (the node it is pinned to, the pod) for the target's pinned pods that
+    kube-scheduler reports Unschedulable (``render.pods.stuck_on``)."""
+    found: dict[int, tuple[str, Mapping[str, Any]]] = {}
+    for pod in target.pods:
+        node = stuck_on(pod)
+        index = pod_index_of(target, pod) if node is not None else None
+        if node is not None and index is not None:
+            found[index] = (node, pod)
+    return found
+
+
+async def recreate_stuck(rest: Rest, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Delete each pod that is still stuck where it was pinned when read again (see the module
+    doc); the names deleted."""
+    deleted: list[str] = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        fresh = await read_pod(rest, namespace, name)
+        if fresh is None or stuck_on(fresh) is None or stuck_on(fresh) != stuck_on(pod):
+            continue  # bound, gone or re-pinned since the views were taken
+        seen = fresh.get("metadata") or {}
+        try:
+            await delete_pod(
+                rest,
+                namespace,
+                name,
+                uid=str(seen.get("uid") or ""),
+                resource_version=str(seen.get("resourceVersion") or ""),
+            )
+        except ApiError as err:
+            if err.status not in RACES:
+                raise
+            continue
+        deleted.append(name)
+    return deleted

@@ -28,12 +28,13 @@ from typing import Any
 
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import TOPOLOGY_LABEL
+from fabricfit.fabric.profiles import FabricProfile, ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube import computedomains
 from fabricfit.kube.rest import ApiError, Rest
 from fabricfit.placement import build_layout
 from fabricfit.placement.nvlink_span import NvlinkSpan, nvlink_span
-from fabricfit.reconcile import evaluation
+from fabricfit.reconcile import evaluation, planning
 from fabricfit.reconcile.context import Run, Target
 from fabricfit.render.computedomain import (
     build_compute_domain,
@@ -53,13 +54,19 @@ FALLBACK = (
 _REFUSALS = frozenset({400, 403, 422})
 
 
-def span_of(target: Target, plan: tuple[str, ...], snapshot: ClusterSnapshot) -> NvlinkSpan:
-    """The plan's NVLink span (pure), on the snapshot's NVLink domains."""
+def span_of(
+    target: Target,
+    plan: tuple[str, ...],
+    snapshot: ClusterSnapshot,
+    profile: FabricProfile | None = None,
+) -> NvlinkSpan:
+    """The plan's NVLink span (pure), on the snapshot's NVLink domains and the job's fabric
+    (a TPU torus has no NVIDIA ComputeDomain: empty there)."""
     spec = target.spec
     layout = build_layout(spec.parallelism, spec.gpus_per_pod, spec.rank_order)
     planned = set(plan)
     domains = {n.name: n.place.nvlink_domain for n in snapshot.nodes if n.name in planned}
-    return nvlink_span(plan, layout.groups, spec.gpus_per_pod, domains)
+    return nvlink_span(plan, layout.groups, spec.gpus_per_pod, domains, profile=profile)
 
 
 async def settle_compute_domain(
@@ -67,7 +74,13 @@ async def settle_compute_domain(
 ) -> None:
     """Create or check the plan's ComputeDomain and report it (see the module doc)."""
     draft = run.draft
-    span = span_of(target, plan, snapshot)
+    try:
+        profile: FabricProfile | None = planning.resolve_profile(target.spec, snapshot, run.state)[
+            0
+        ]
+    except ProfileError:  # the plan was made on it; a profile gone since is the plan's problem
+        profile = None
+    span = span_of(target, plan, snapshot, profile)
     if not span.needed or target.spec.placement.mode == "advisory":
         if draft.get("computeDomain") is not None:
             draft.set(computeDomain=None)

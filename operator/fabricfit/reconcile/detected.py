@@ -3,14 +3,15 @@
 Without tier labels (or with the wrong ``labelScheme``) every node looks like its own island
 in one flat fabric, and plans price as the best case (100% efficient) without a word. The
 reconcile sets ``TopologyDetected`` from the cluster snapshot it already has: True
-(``TiersFound``) naming the tiers, False (``NoTopologyLabels``, a Warning Event) when none. The
-detection walks every node, so it is computed once per snapshot, not once per reconcile.
+(``TiersFound``) naming the tiers, False (``NoTopologyLabels``, a Warning Event) when none, and
+a plan made then reports its efficiency as unknown (:func:`flat_warning_of`). The detection
+walks every node, so it is computed once per snapshot, not once per reconcile.
 """
 
 from __future__ import annotations
 
 from fabricfit.api.conditions import Reason
-from fabricfit.fabric.detection import Detection, describe, detect_tiers
+from fabricfit.fabric.detection import Detection, describe, detect_tiers, flat_warning
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.draft import StatusDraft
@@ -40,3 +41,10 @@ def set_topology_condition(
 
     said = per_facts.get(snapshot, ("detected", scheme), word) if per_facts else word()
     draft.condition(*said)
+
+
+def flat_warning_of(snapshot: ClusterSnapshot, scheme: str, per_facts: PerFacts) -> str | None:
+    """Why a plan on ``snapshot`` has no known efficiency (no tier found), once per facts."""
+    return per_facts.get(
+        snapshot, ("flat", scheme), lambda: flat_warning(detection_of(snapshot, scheme))
+    )

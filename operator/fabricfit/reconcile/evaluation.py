@@ -5,7 +5,9 @@ node — what kube-scheduler did, not what fabricfit intended. ``Degraded`` is T
 the plan is NotReady, cordoned, tainted away or gone (``NodeUnavailable``), or when pods still
 run on a node in maintenance that the plan has already drained (``NodeMaintenance``: the ranks
 wait for their pods to be evicted; ``Placed`` waits for them rather than calling them off plan);
-its message and ``degradedRanks`` name the global ranks concerned.
+its message and ``degradedRanks`` name the global ranks concerned. ``Placed=False``, reason
+``PodsUnschedulable``, names pinned pods kube-scheduler cannot bind on their planned node
+(something fabricfit does not place took its GPUs) and where the plan moved them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.maintenance import Move, waiting_moves
-from fabricfit.reconcile.applying import bound_pods
+from fabricfit.reconcile.applying import bound_pods, stuck_pods
 from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.render.pods import planned_node_of
@@ -69,6 +71,25 @@ def _describe_moves(moves: Sequence[Move], snapshot: ClusterSnapshot, gpus_per_p
     return (
         f"drained from the plan: {_listed(parts)}; they move there when their pods are evicted "
         "(kubectl drain, or a NoExecute maintenance taint)"
+    )
+
+
+def _describe_stuck(
+    stuck: Mapping[int, tuple[str, Any]], plan: Sequence[str], gpus_per_pod: int
+) -> str:
+    parts = []
+    for index, (node, _) in sorted(stuck.items()):
+        ranks = _pod_ranks(index, gpus_per_pod)
+        where = plan[index] if index < len(plan) else node
+        fate = (
+            f"re-placed to {where}, its pod recreated there"
+            if where != node
+            else "kept there while that node can still take it or no other node can"
+        )
+        parts.append(f"pod {index} (ranks {ranks[0]}..{ranks[-1]}) on {node}: {fate}")
+    return (
+        "kube-scheduler cannot bind pinned pods on their planned node (pods fabricfit does not "
+        f"place may hold its GPUs): {_listed(parts)}"
     )
 
 
@@ -134,6 +155,8 @@ def evaluate(
             Reason.PODS_OFF_PLAN,
             f"{len(misplaced)} pods run off plan: {_listed(misplaced)}",
         )
+    elif spec.placement.mode in PINNING_MODES and (stuck := stuck_pods(target)):
+        draft.condition(Reason.PODS_UNSCHEDULABLE, _describe_stuck(stuck, plan, spec.gpus_per_pod))
     else:
         draft.condition(
             Reason.WAITING_FOR_PODS,

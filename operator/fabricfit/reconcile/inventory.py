@@ -88,12 +88,27 @@ def slim_pod(body: Mapping[str, Any]) -> dict[str, Any] | None:
             "schedulingGates": list(spec.get("schedulingGates") or []),
             "affinity": spec.get("affinity"),
         },
-        "status": {
-            "phase": (body.get("status") or {}).get("phase"),
-            # the names of the pod's own ResourceClaims (device-exact placement allocates them)
-            "resourceClaimStatuses": (body.get("status") or {}).get("resourceClaimStatuses"),
-        },
+        "status": _slim_status(body.get("status") or {}, bound=bool(spec.get("nodeName"))),
     }
+
+
+def _slim_status(status: Mapping[str, Any], *, bound: bool) -> dict[str, Any]:
+    """The phase, and for an unbound pod its ``PodScheduled`` condition (a pinned pod that
+    kube-scheduler calls Unschedulable is re-placed: ``render.pods.stuck_on``) and the names of
+    its own ResourceClaims (``reconcile.devices`` allocates them)."""
+    slim: dict[str, Any] = {"phase": status.get("phase")}
+    claims = status.get("resourceClaimStatuses")
+    if claims and not bound:  # the pod's own ResourceClaims: device-exact placement allocates them
+        slim["resourceClaimStatuses"] = claims
+    if not bound:
+        scheduled = [
+            {"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+        ]
+        if scheduled:
+            slim["conditions"] = scheduled
+    return slim
 
 
 @dataclass(frozen=True)
@@ -108,6 +123,7 @@ class Holding:
     index_label: str | None = None
     mode: str = ""
     current: bool = False  # the status was written for the spec's present generation
+    deleting: bool = False  # being deleted: its plan is released, its pods are not pinned
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
@@ -124,6 +140,7 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,
+        deleting=bool((body.get("metadata") or {}).get("deletionTimestamp")),
     )
 
 

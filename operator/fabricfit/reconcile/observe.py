@@ -102,7 +102,8 @@ class Observer:
         held = holds_of_others(NOBODY, reservations, views.pods, snapshot.claimed_by_pod)
         self.metrics.set_fragmentation(measure_fragmentation(snapshot, held))
         scheme = self.state.config.label_scheme
-        self.metrics.set_nodes_without_topology(len(detection_of(snapshot, scheme).unlabelled))
+        unlabelled = detection_of(snapshot, scheme).unlabelled_gpu_nodes
+        self.metrics.set_nodes_without_topology(len(unlabelled))
         for key in self.metrics.jobs() - set(views.topologies):
             self.metrics.forget_job(key)
 

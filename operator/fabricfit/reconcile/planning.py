@@ -14,14 +14,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.nodes import read_node_facts
+from fabricfit.fabric.pods import TERMINAL_PHASES, pod_gpu_request
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.topologies import patch_status
@@ -37,10 +39,11 @@ from fabricfit.policy.devices import settle_devices
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
+from fabricfit.reconcile.detected import flat_warning_of
 from fabricfit.reconcile.devices import devices_still_ours
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
-from fabricfit.render.status import build_plan_status, reservation_of
+from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
 
 SNAPSHOT_MAX_AGE_SECONDS = 1.0
 
@@ -208,16 +211,17 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
+        flat = flat_warning_of(snapshot, target.scheme, state.per_facts)
         fields = build_plan_status(
             decision,
             spec=target.spec,
-            reservation=reservation_of(decision, target.spec.gpus_per_pod),
+            reservation=_reservation(decision, target.spec),
             generation=draft.generation,
             snapshot=snapshot,
             planned_at=datetime.now(UTC),
         )
-        draft.set(**fields)
-        draft.condition(Reason.PLANNED, _summary(decision))
+        draft.set(**(fields if flat is None else without_efficiency(fields)))
+        draft.condition(Reason.PLANNED, _summary(decision, flat))
         await write_status(run)
         return PlanResult(decision, snapshot)
 
@@ -229,25 +233,94 @@ async def replace_and_reserve(
     Besides other plans' holds, the job's own planned pods not yet bound there count as taken
     (``pending_holds``), so two lost pods never get one node's last GPUs."""
     async with run.state.plan_lock:
-        snapshot, request, profile, held = _inputs(run, target)
-        own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
-        held = dict(Counter(held) + Counter(own))
-        replacement = await asyncio.to_thread(
-            replace_pods, snapshot, request, profile, current, lost, reservations=held
-        )
-        if replacement is None:
+        return await _replace(run, target, current, lost, _inputs(run, target))
+
+
+async def replace_stuck(
+    run: Run, target: Target, current: Sequence[str], stuck: Iterable[int]
+) -> Replacement | None:
+    """Re-place the pinned pods kube-scheduler calls Unschedulable whose planned node cannot
+    take them now, checked under the lock on a fresh snapshot: its free GPUs (pods fabricfit
+    does not place included) after other plans' holds and the job's own pending pods. GPUs of
+    pods being deleted count as free (a pod waiting for its own predecessor to go is not
+    moved). None when every stuck pod still fits (kube-scheduler retries it) or one fits
+    nowhere (it waits)."""
+    async with run.state.plan_lock:
+        inputs = _inputs(run, target)
+        snapshot, request, _, held = inputs
+        order = sorted(set(stuck))
+        own = pending_holds(current, bound_pods(target), order, target.spec.gpus_per_pod)
+        taken = Counter(held) + Counter(own)
+        taken.subtract(releasing_gpus(run.views_of().pods, snapshot.claimed_by_pod))
+        lost: set[int] = set()
+        for index in order:
+            node = current[index]
+            fits = snapshot.has_node(node) and not node_rejection(
+                snapshot.node(node), request, taken
+            )
+            if fits:
+                taken[node] += target.spec.gpus_per_pod  # it stays: the next one sees it there
+            else:
+                lost.add(index)
+        if not lost:
             return None
-        run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
-        await write_status(run)
-        return replacement
+        return await _replace(run, target, current, lost, inputs)
 
 
-def _summary(decision: PlacementDecision) -> str:
+def releasing_gpus(
+    pods: Iterable[Mapping[str, Any]], claimed: Mapping[tuple[str, str], int]
+) -> dict[str, int]:
+    """GPUs per node held by bound pods that are being deleted: they free without anyone's
+    help, so a pod waiting for them is not stuck."""
+    freed: Counter[str] = Counter()
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or not meta.get("deletionTimestamp"):
+            continue
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            continue
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        freed[str(node)] += pod_gpu_request(pod, []) + claimed.get(key, 0)
+    return dict(freed)
+
+
+async def _replace(
+    run: Run,
+    target: Target,
+    current: Sequence[str],
+    lost: set[int],
+    inputs: tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]],
+) -> Replacement | None:
+    """Re-place ``lost`` (under the planning lock, which the caller holds) and write it."""
+    snapshot, request, profile, held = inputs
+    own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
+    taken = dict(Counter(held) + Counter(own))
+    replacement = await asyncio.to_thread(
+        replace_pods, snapshot, request, profile, current, lost, reservations=taken
+    )
+    if replacement is None:
+        return None
+    run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
+    await write_status(run)
+    return replacement
+
+
+def _reservation(decision: PlacementDecision, spec: TrainingTopologySpec) -> dict[str, int]:
+    """What the plan holds against other plans: nothing in advisory mode, whose pods the
+    scheduler places wherever it likes (their GPUs count once they are bound)."""
+    if spec.placement.mode == "advisory":
+        return {}
+    return reservation_of(decision, spec.gpus_per_pod)
+
+
+def _summary(decision: PlacementDecision, flat: str | None = None) -> str:
     nodes = len(set(decision.pods))
     predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
+    efficiency = f"efficiency unknown: {flat}" if flat else f"efficiency {decision.efficiency:.0%}"
     return (
         f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
-        f"{predicted:.4g} s, efficiency {decision.efficiency:.0%}"
+        f"{predicted:.4g} s, {efficiency}"
     )
 
 

@@ -16,7 +16,9 @@ cluster one step closer to the plan:
 5. apply the plan to the workload for the placement mode, pin gated pods, and re-place pods
    whose planned node became unusable (recreated pods with a reused index) or is in maintenance
    (cordoned or tainted ``fabricfit.dev/maintenance``: drained from the plan at once, spares of
-   the same NVLink domain first, so the pods the drain recreates are pinned there);
+   the same NVLink domain first, so the pods the drain recreates are pinned there), and re-place
+   pinned pods kube-scheduler calls Unschedulable because something else took their node's GPUs
+   (deleted while unbound, so their controller recreates them gated for the new node);
 6. derive ``Placed`` (every pod bound to its planned node) and ``Degraded`` (a planned node is
    NotReady, cordoned or gone) and write status when anything changed.
 
@@ -333,15 +335,33 @@ async def _pin(
     pinned = await applying.pin_pods(rest, target, plan, snapshot, devices)
     draft.pins += len(pinned.pinned)
     lost = pinned.lost | set(drained(plan, snapshot))
-    if not lost:
+    if lost:
+        replacement = await planning.replace_and_reserve(run, target, plan, lost)
+        if replacement is None:
+            draft.condition(Reason.NO_HEALTHY_NODE, f"no healthy node can take pods {sorted(lost)}")
+        else:
+            repinned = await applying.pin_pods(rest, target, replacement.pods, snapshot)
+            draft.pins += len(repinned.pinned)
+            plan = replacement.pods
+    return await _unstick(run, target, plan)
+
+
+async def _unstick(run: Run, target: Target, plan: tuple[str, ...]) -> tuple[str, ...]:
+    """Pinned pods kube-scheduler calls Unschedulable: re-place those whose planned node can no
+    longer take them (something fabricfit does not place took its GPUs, or the node), then
+    delete every stuck pod the plan has moved, so its controller recreates it gated and it is
+    pinned to its new node (:mod:`~fabricfit.reconcile.applying`). The rest of the job stays.
+    Plain Pods have no controller to recreate them: they wait."""
+    stuck = applying.stuck_pods(target)
+    if not stuck or selects_pods(target.ref.kind):
         return plan
-    replacement = await planning.replace_and_reserve(run, target, plan, lost)
-    if replacement is None:
-        draft.condition(Reason.NO_HEALTHY_NODE, f"no healthy node can take pods {sorted(lost)}")
-        return plan
-    repinned = await applying.pin_pods(rest, target, replacement.pods, snapshot)
-    draft.pins += len(repinned.pinned)
-    return replacement.pods
+    waiting = [i for i, (node, _) in stuck.items() if i < len(plan) and plan[i] == node]
+    if waiting:
+        replacement = await planning.replace_stuck(run, target, plan, waiting)
+        plan = replacement.pods if replacement is not None else plan
+    moved = [pod for i, (node, pod) in sorted(stuck.items()) if i < len(plan) and plan[i] != node]
+    await applying.recreate_stuck(run.state.rest, moved)
+    return plan
 
 
 def selects_pods(kind: str) -> bool:

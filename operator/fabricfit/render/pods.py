@@ -30,6 +30,8 @@ from typing import Any, Final
 from fabricfit.api.constants import SCHEDULING_GATE
 
 NODE_NAME_FIELD: Final = "metadata.name"
+#: The ``PodScheduled`` reason kube-scheduler gives a pod no node can take.
+UNSCHEDULABLE: Final = "Unschedulable"
 _REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _AFFINITY_PATH: Final = ("spec", "affinity", "nodeAffinity", _REQUIRED, "nodeSelectorTerms")
 
@@ -68,6 +70,30 @@ def build_ungate_patch(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
 def is_gated(pod: Mapping[str, Any]) -> bool:
     """Whether the pod still carries fabricfit's scheduling gate."""
     return _gate_index(pod) is not None
+
+
+def is_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """Whether kube-scheduler reports the pod ``Unschedulable`` (condition ``PodScheduled``
+    False with that reason) and it is still unbound."""
+    if _get(pod, ("spec", "nodeName")):
+        return False
+    conditions = _get(pod, ("status", "conditions"))
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping)
+        and c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == UNSCHEDULABLE
+        for c in conditions
+    )
+
+
+def stuck_on(pod: Mapping[str, Any]) -> str | None:
+    """The node a pinned pod waits for in vain: ungated, pinned there, unbound, not being
+    deleted, and reported ``Unschedulable``; None for any other pod. Such a pod cannot be
+    re-pinned (a pod's node affinity can only be narrowed while it is gated), only recreated."""
+    if is_gated(pod) or _get(pod, ("metadata", "deletionTimestamp")):
+        return None
+    return planned_node_of(pod) if is_unschedulable(pod) else None
 
 
 def planned_node_of(pod: Mapping[str, Any]) -> str | None:

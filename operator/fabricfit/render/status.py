@@ -109,7 +109,10 @@ def build_plan_status(
         prediction_fields(decision.predicted, decision.groups, quality) if feasible else None
     )
     lower = _seconds(decision.lower_bound.step_comm_seconds) if decision.lower_bound else None
-    efficiency = round(decision.efficiency, 6) if predicted and lower is not None else None
+    # status.efficiency is in [0, 1] (the CRD says so): a plan whose bound is wrong carries the
+    # warning in reasons instead of an efficiency that would read as optimal
+    known = predicted and lower is not None and not decision.bound_exceeded
+    efficiency = min(1.0, round(decision.efficiency, 6)) if known else None
     return {
         "observedGeneration": generation,
         "workload": f"{ref.kind}/{ref.name}" if ref is not None else None,
@@ -128,7 +131,9 @@ def build_plan_status(
         "stepComm": format_seconds(predicted["stepCommSeconds"]) if predicted else None,
         "lowerBound": format_seconds(lower) if feasible else None,
         "efficiencyPercent": format_percent(efficiency),
-        "reasons": [r[:MAX_REASON_CHARS] for r in decision.reasons[:MAX_REASONS]],
+        "reasons": [
+            r[:MAX_REASON_CHARS] for r in (*decision.warnings, *decision.reasons)[:MAX_REASONS]
+        ],
         "fabric": decision.fabric or None,
         "labelScheme": snapshot.scheme if snapshot is not None else None,
         "plannedAt": timestamp(planned_at) if planned_at is not None else None,
@@ -148,6 +153,12 @@ def pods_fields(decision: PlacementDecision) -> list[dict[str, Any]]:
                 entry["nics"] = list(named[index].nics)
         out.append(entry)
     return out
+
+
+def without_efficiency(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Plan ``fields`` with the efficiency unknown: made where no topology tier was detected,
+    every placement looks optimal, so 100% would say nothing."""
+    return {**fields, "efficiency": None, "efficiencyPercent": None}
 
 
 def spares_fields(spares: SpareSet, used: Iterable[str] = ()) -> dict[str, Any] | None:

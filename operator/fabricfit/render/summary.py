@@ -3,10 +3,11 @@
 Theory of operation
 -------------------
 An engineer reading a plan wants, in this order: did it place, how good is it (predicted step
-communication vs the lower bound, per dimension), where each pod went grouped by spine and rail
-group, and why any preference was not met. ``build_summary`` returns that as a list of lines
-(pure, no I/O); ``render_summary`` joins them. Durations use the unit that keeps three
-significant digits readable (s, ms, µs).
+communication vs the lower bound, per dimension; planned next to running jobs, its
+communication alone and with their traffic, and what it adds to theirs), where each pod went
+grouped by spine and rail group, and why any preference was not met. ``build_summary``
+returns that as a list of lines (pure, no I/O); ``render_summary`` joins them. Durations use
+the unit that keeps three significant digits readable (s, ms, µs).
 """
 
 from __future__ import annotations
@@ -100,6 +101,21 @@ def _place_label(snapshot: ClusterSnapshot | None, node: str) -> str:
     return f"spine {spine} / rail group {rail_group}"
 
 
+def neighbours_line(predicted: StepTimes) -> str | None:
+    """``communication alone 1.2 s; with neighbours 1.3 s (+100 ms on links shared with running
+    jobs); adds 20 ms per step to them in total``; None when not priced next to running jobs."""
+    slowdown = predicted.neighbour_slowdown_seconds
+    if slowdown is None:
+        return None
+    added = predicted.slowdown_added_to_others_seconds or 0.0
+    return (
+        f"communication alone {format_seconds(predicted.alone_step_comm_seconds)}; with "
+        f"neighbours {format_seconds(predicted.step_comm_seconds)} "
+        f"(+{format_seconds(slowdown)} on links shared with running jobs); adds "
+        f"{format_seconds(added)} per step to them in total"
+    )
+
+
 MAX_SPARES_LISTED = 12
 
 
@@ -130,19 +146,30 @@ def cross_rail_line(decision: PlacementDecision) -> str:
 
 
 def build_summary(
-    decision: PlacementDecision, snapshot: ClusterSnapshot | None = None
+    decision: PlacementDecision,
+    snapshot: ClusterSnapshot | None = None,
+    flat: str | None = None,
 ) -> list[str]:
-    """The summary as lines (see module docstring)."""
+    """The summary as lines (see module docstring); ``flat`` is the warning of a plan made
+    where no topology tier was found (``fabric.detection.flat_warning``): its efficiency is
+    then unknown."""
     lines = [f"fabricfit plan: {'PLACED' if decision.feasible else 'INFEASIBLE'}"]
+    if flat is not None:
+        lines.append(f"warning: {flat}")
     if decision.groups:
         lines.append(_job_line(decision))
     if decision.feasible and decision.predicted is not None:
         lower = decision.lower_bound
+        efficiency = "unknown (no topology tier)" if flat else f"{decision.efficiency:.1%}"
         lines.append(
             f"predicted step communication {format_seconds(decision.predicted.step_comm_seconds)}"
             f"; lower bound {format_seconds(lower.step_comm_seconds if lower else 0.0)}"
-            f"; efficiency {decision.efficiency:.1%}"
+            f"; efficiency {efficiency}"
         )
+        lines.extend(f"warning: {w}" for w in decision.warnings)
+        neighbours = neighbours_line(decision.predicted)
+        if neighbours is not None:
+            lines.append(neighbours)
         lines.extend(_times_table(decision.predicted, lower))
         lines.append(cross_rail_line(decision))
         lines.append(f"candidate: {decision.candidate}")
@@ -166,5 +193,7 @@ def build_summary(
     return lines
 
 
-def render_summary(decision: PlacementDecision, snapshot: ClusterSnapshot | None = None) -> str:
-    return "\n".join(build_summary(decision, snapshot)) + "\n"
+def render_summary(
+    decision: PlacementDecision, snapshot: ClusterSnapshot | None = None, flat: str | None = None
+) -> str:
+    return "\n".join(build_summary(decision, snapshot, flat)) + "\n"

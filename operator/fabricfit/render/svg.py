@@ -35,6 +35,10 @@ GPU_PX = 16
 GPU_GAP_PX = 3
 ROW_PX = 24
 LABEL_PX = 96
+# A node label's room before the first GPU square, and the advance the layout allows one of its
+# 10 px characters (Helvetica averages about 5.5 px; textLength squeezes wider glyphs to fit).
+LABEL_ROOM_PX = LABEL_PX - 6
+NODE_CHAR_PX = 6.0
 PAD_PX = 10
 HEADER_PX = 20
 FULL_VIEW_NODES = 64
@@ -163,6 +167,22 @@ def _box_of(node: NodeInfo, trays: int) -> str:
     return f"{NVLINK_BOX} {domain}{rack}: {trays} trays"
 
 
+def _node_label(node: NodeInfo, x: float, y: float) -> str:
+    """The node's name left of its GPU squares: cut with an ellipsis to the characters the
+    label column holds, and held to that width by ``textLength`` (whatever the font's glyphs),
+    with the whole name as its tooltip. Kubernetes names run to 63 characters and more."""
+    mark = "" if node.available else " ✗"
+    room = max(1, int(LABEL_ROOM_PX // NODE_CHAR_PX) - len(mark))
+    name = node.name if len(node.name) <= room else node.name[: room - 1] + "…"
+    label = name + mark
+    width = min(LABEL_ROOM_PX, len(label) * NODE_CHAR_PX)
+    tooltip = f"<title>{escape(node.name + mark)}</title>" if name != node.name else ""
+    return (
+        f'<text x="{x}" y="{y}" class="node" textLength="{width:g}" '
+        f'lengthAdjust="spacingAndGlyphs">{escape(label)}{tooltip}</text>'
+    )
+
+
 def _gpu_xy(layout: _Layout, node: str, gpu: int) -> tuple[float, float]:
     x, y = layout.rows[node]
     return x + LABEL_PX + gpu * (GPU_PX + GPU_GAP_PX), y
@@ -172,8 +192,7 @@ def _gpu_elements(
     layout: _Layout, node: NodeInfo, ranks: Mapping[tuple[str, int], _Rank], reserved: int
 ) -> list[str]:
     x, y = layout.rows[node.name]
-    label = node.name if node.available else f"{node.name} ✗"
-    out = [f'<text x="{x}" y="{y + 12}" class="node">{escape(label)}</text>']
+    out = [_node_label(node, x, y + 12)]
     foreign = node.gpus - node.free_gpus
     for gpu in range(node.gpus):
         gx, gy = _gpu_xy(layout, node.name, gpu)

@@ -119,6 +119,17 @@ def build_template_patch(
     return new
 
 
+def build_released_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """``template`` without fabricfit's scheduling gate: what a workload keeps once its
+    TrainingTopology is deleted. Labels, annotations and the preferred rail-group affinity
+    stay: none of them keeps a pod from being scheduled."""
+    new: dict[str, Any] = thaw(template)
+    spec = new.get("spec")
+    if isinstance(spec, dict):
+        _drop_gate(spec)
+    return new
+
+
 def build_workload_labels(queue_name: str | None) -> dict[str, str]:
     """Labels for the workload object's own metadata (Kueue reads the queue name there)."""
     return {KUEUE_QUEUE_LABEL: queue_name} if queue_name else {}

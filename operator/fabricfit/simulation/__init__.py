@@ -10,7 +10,7 @@ the head when waiting lets it finish sooner); ``summarize`` turns a run into the
 from fabricfit.simulation.cluster import Sample
 from fabricfit.simulation.holding import QUEUE_POLICIES, STRICT_FIFO, WAIT_IF_FASTER
 from fabricfit.simulation.placers import FABRICFIT, PLACERS, Placed, Placer
-from fabricfit.simulation.replay import JobRun, Replay, replay
+from fabricfit.simulation.replay import JobRun, Replay, Rules, replay
 from fabricfit.simulation.summary import Summary, summarize
 from fabricfit.simulation.trace import TraceError, TraceJob, parse_trace
 
@@ -24,6 +24,7 @@ __all__ = [
     "Placed",
     "Placer",
     "Replay",
+    "Rules",
     "Sample",
     "Summary",
     "TraceError",

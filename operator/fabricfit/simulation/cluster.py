@@ -6,7 +6,7 @@ is priced as the node's highest free GPUs, as the operator would see it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 from fabricfit.fabric.topology import ClusterSnapshot
@@ -49,11 +49,21 @@ class SimCluster:
             self.free[node] -= sign * gpus_per_pod
             if not 0 <= self.free[node] <= self.capacity[node]:
                 raise AssertionError(f"replay over-committed node {node}: {self.free[node]} free")
-        self.snapshot = self.with_free(self.free)
+        self.snapshot = self.with_free(self.free, changed=set(pods))
 
-    def with_free(self, free: Mapping[str, int]) -> ClusterSnapshot:
-        """The base snapshot with these free GPUs per node."""
-        nodes = tuple(replace(n, free_gpus=free[n.name]) for n in self.base.nodes)
+    def with_free(
+        self, free: Mapping[str, int], changed: Set[str] | None = None
+    ) -> ClusterSnapshot:
+        """The base snapshot with these free GPUs per node; with ``changed``, only those nodes
+        differ from the current snapshot (the others keep their objects: a job's one pod
+        rebuilt every node of the cluster, twice per job)."""
+        if changed is None:
+            nodes = tuple(replace(n, free_gpus=free[n.name]) for n in self.base.nodes)
+        else:
+            nodes = tuple(
+                replace(n, free_gpus=free[n.name]) if n.name in changed else n
+                for n in self.snapshot.nodes
+            )
         return replace(self.base, nodes=nodes)
 
     def sample(self, time: float) -> Sample:
@@ -67,14 +77,17 @@ class SimCluster:
         return Sample(time, used, max(per_leaf.values(), default=0))
 
 
-def releases(cluster: SimCluster, running: Sequence[Running]) -> Iterator[tuple[float, SimCluster]]:
-    """The cluster at each coming job end, every job ended by then released (lazily, in order).
+def releases(
+    cluster: SimCluster, running: Sequence[Running]
+) -> Iterator[tuple[float, SimCluster, TraceJob]]:
+    """The cluster at each coming job end, every job ended by then released (lazily, in order),
+    with the job that ends then.
 
     One state is updated in place and yielded each time: read it before advancing."""
     later = cluster.copy()
     for end, _, job, pods in sorted(running, key=lambda entry: entry[:2]):
         later.take(pods, job.request.gpus_per_pod, -1)
-        yield end, later
+        yield end, later, job
 
 
 def free_at(cluster: SimCluster, running: Sequence[Running], time: float) -> dict[str, int]:

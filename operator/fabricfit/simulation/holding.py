@@ -38,9 +38,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
+from typing import TypeVar
 
-from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.simulation.placers import Placed
+
+Later = TypeVar("Later")  # the cluster at a coming release, as the replay describes it
 
 STRICT_FIFO = "strict-fifo"
 WAIT_IF_FASTER = "wait-if-faster"
@@ -70,14 +72,15 @@ def hold_until(
     steps: int,
     placed_now: Placed,
     now: float,
-    releases: Iterable[tuple[float, ClusterSnapshot]],
-    place: Callable[[ClusterSnapshot], Placed | None],
+    releases: Iterable[tuple[float, Later]],
+    place: Callable[[Later], Placed | None],
 ) -> Hold | None:
     """Whether a job of ``steps`` steps placed as ``placed_now`` should wait, and for what; ``None``
     to start it now (see module doc).
 
     ``releases`` yields, in time order, each instant a running job ends with the cluster as it
-    would be then (every job ended so far released); ``place`` places the job on such a cluster.
+    would be then (every job ended so far released: its snapshot, and with contention the
+    traffic left); ``place`` places the job on such a cluster.
     """
     comm_now = steps * placed_now.predicted.step_comm_seconds
     for time, snapshot in islice(releases, LOOKAHEAD):

@@ -19,6 +19,9 @@ A placed job holds ``gpusPerPod`` GPUs on the node of each pod until it ends, at
 longer, which delays the jobs behind it. The pods the cluster dump already has hold their GPUs
 throughout (``cluster``).
 
+With ``contention`` on, every placement is priced next to the running jobs' traffic and a
+start slows the jobs it shares links with (``neighbourhood``): their ends move later.
+
 After every instant the replay samples the GPUs in use and the largest job that fits inside one
 rail group on whole free nodes (leaf domain: rail group, else rack, else node) — the room left
 for the next big job, i.e. fragmentation.
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -36,6 +39,7 @@ from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.feasibility import max_domain_gpus
 from fabricfit.placement.layout import validate_layout
+from fabricfit.placement.neighbours import Neighbours, neighbours_of
 from fabricfit.simulation.cluster import (
     Running,
     Sample,
@@ -50,6 +54,7 @@ from fabricfit.simulation.holding import (
     hold_until,
     room_beside,
 )
+from fabricfit.simulation.neighbourhood import busiest_share, extension, started
 from fabricfit.simulation.placers import Placed, Placer
 from fabricfit.simulation.trace import TraceJob
 
@@ -72,6 +77,10 @@ class JobRun:
     reason: str | None = None  # why it was never placed
     held: bool = False  # waited at least once for a cheaper placement (``wait-if-faster``)
     backfilled: bool = False  # started beside a held head, ahead of it (``wait-if-faster``)
+    # With contention: GPU-seconds of communication lost to other jobs' traffic (its own
+    # slowdown at start over all its steps, plus the later jobs' slowdown of it).
+    contention_gpu_seconds: float = 0.0
+    shares_links: bool = False  # with contention: its traffic loads a link other jobs can share
 
     @property
     def wait(self) -> float | None:
@@ -87,6 +96,8 @@ class Replay:
     jobs: tuple[JobRun, ...]  # in trace order (arrival, then position)
     samples: tuple[Sample, ...]
     queue_policy: str = STRICT_FIFO
+    contention: bool = False  # priced next to the running jobs' traffic (``neighbourhood``)
+    busiest_link_share: float = 0.0  # the highest average load over capacity a link reached
 
     @property
     def held_jobs(self) -> int:
@@ -99,6 +110,10 @@ class Replay:
         return sum(j.backfilled for j in self.jobs)
 
 
+#: The cluster as a placer sees it: a snapshot and, with contention, the running jobs' traffic.
+View = tuple[ClusterSnapshot, Neighbours | None]
+
+
 @dataclass(slots=True)
 class _State:
     """One replay as it goes: the cluster, the runs, the jobs running, and how it places."""
@@ -108,29 +123,68 @@ class _State:
     cluster: SimCluster
     runs: dict[str, JobRun]
     running: list[Running]
+    neighbours: Neighbours | None  # None: contention off
     started: int = 0
+    busiest: float = 0.0  # the highest average load over capacity of any link so far
 
-    def place(self, job: TraceJob, snapshot: ClusterSnapshot | None = None) -> Placed | None:
-        """``job`` placed on ``snapshot`` (default: the cluster now)."""
-        on = self.cluster.snapshot if snapshot is None else snapshot
-        return self.placer(on, job.request, self.profile)
+    def view(self, snapshot: ClusterSnapshot | None = None) -> View:
+        return (self.cluster.snapshot if snapshot is None else snapshot, self.neighbours)
+
+    def place(self, job: TraceJob, view: View) -> Placed | None:
+        """``job`` placed on the cluster ``view`` describes."""
+        return self.placer(view[0], job.request, self.profile, view[1])
 
     def start(self, job: TraceJob, placed: Placed, now: float) -> None:
         run = _started(self.runs[job.name], job, placed, now)
+        if self.neighbours is not None:
+            joined = started(self.neighbours, self.cluster.base, job, placed, self.profile)
+            self._slow_down(joined.others, _run_seconds(job, placed), now)
+            self.neighbours = self.neighbours.with_job(joined.traffic)
+            if joined.traffic is not None:
+                run = replace(run, shares_links=True)
+                self.busiest = max(self.busiest, busiest_share(self.neighbours, joined.traffic))
         self.runs[job.name] = run
         self.cluster.take(placed.pods, job.request.gpus_per_pod, +1)
         heapq.heappush(self.running, (run.end or now, self.started, job, placed.pods))
         self.started += 1
 
+    def end(self, job: TraceJob, pods: tuple[str, ...]) -> None:
+        self.cluster.take(pods, job.request.gpus_per_pod, -1)
+        if self.neighbours is not None:
+            self.neighbours = self.neighbours.without(job.name)
+
+    def _slow_down(self, others: Mapping[str, float], newcomer_run: float, now: float) -> None:
+        """Move the ends of the running jobs a newcomer slows (``neighbourhood.extension``)."""
+        if not others:
+            return
+        moved: list[Running] = []
+        for end, order, job, pods in self.running:
+            run = self.runs[job.name]
+            step = job.duration / job.steps + run.step_comm_seconds
+            extra = extension(others.get(job.name, 0.0), step, end - now, newcomer_run)
+            if extra > 0:
+                lost = job.gpus * extra
+                self.runs[job.name] = replace(
+                    run,
+                    end=end + extra,
+                    comm_gpu_seconds=run.comm_gpu_seconds + lost,
+                    contention_gpu_seconds=run.contention_gpu_seconds + lost,
+                )
+            moved.append((end + extra, order, job, pods))
+        heapq.heapify(moved)
+        self.running = moved
+
     def hold(self, job: TraceJob, placed: Placed, now: float) -> Hold | None:
         """Whether the head ``job``, placeable now as ``placed``, waits (``holding``)."""
-        return hold_until(
-            job.steps,
-            placed,
-            now,
-            ((time, later.snapshot) for time, later in releases(self.cluster, self.running)),
-            partial(self.place, job),
-        )
+        return hold_until(job.steps, placed, now, self._futures(), partial(self.place, job))
+
+    def _futures(self) -> Iterator[tuple[float, View]]:
+        """The cluster at each coming job end (``cluster.releases``), with its traffic left."""
+        neighbours = self.neighbours
+        for time, later, ended in releases(self.cluster, self.running):
+            if neighbours is not None:
+                neighbours = neighbours.without(ended.name)
+            yield time, (later.snapshot, neighbours)
 
     def backfill(self, queue: Sequence[TraceJob], hold: Hold, now: float) -> list[TraceJob]:
         """Start the jobs behind the held head that do not delay it (``holding``); those."""
@@ -138,17 +192,25 @@ class _State:
         reserved = hold.reserved(queue[0].request.gpus_per_pod)
         started: list[TraceJob] = []
         for job in queue[1:]:
-            placed = self.place(job)
+            placed = self.place(job, self.view())
             if placed is not None and now + _run_seconds(job, placed) > hold.until:
                 # still running when the hold ends: only beside the held job's reservation
                 room = room_beside(self.cluster.free, free_then, reserved)
-                placed = self.place(job, self.cluster.with_free(room))
+                placed = self.place(job, self.view(self.cluster.with_free(room)))
                 for node in placed.pods if placed else ():
                     free_then[node] -= job.request.gpus_per_pod
             if placed is not None:
                 self.start(job, placed, now)
                 started.append(job)
         return started
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """How a replay serves its queue (``holding``) and whether it prices contention."""
+
+    queue_policy: str = STRICT_FIFO
+    contention: bool = False
 
 
 def replay(
@@ -158,15 +220,20 @@ def replay(
     *,
     placer: Placer,
     name: str,
-    queue_policy: str = STRICT_FIFO,
+    rules: Rules | None = None,
 ) -> Replay:
-    """Run ``jobs`` (sorted by arrival) on ``snapshot`` with ``placer``; see the module doc."""
+    """Run ``jobs`` (sorted by arrival) on ``snapshot`` with ``placer``; see the module doc.
+    ``rules``: the queue policy (default strict FIFO) and whether every placement is priced
+    next to the running jobs' traffic (default not)."""
+    rules = rules if rules is not None else Rules()
+    queue_policy, contention = rules.queue_policy, rules.contention
     if queue_policy not in QUEUE_POLICIES:
         raise ValueError(f"unknown queue policy {queue_policy!r}")
     holding = queue_policy != STRICT_FIFO
     holds: dict[str, Hold] = {}  # the latest hold of each job held
     runs = {j.name: JobRun(j.name, j.gpus, j.arrival) for j in jobs}
-    state = _State(placer, profile, SimCluster.of(snapshot), runs, [])
+    neighbours = neighbours_of(snapshot, profile) if contention else None
+    state = _State(placer, profile, SimCluster.of(snapshot), runs, [], neighbours)
     invalid = _invalid(snapshot, jobs)
     arrivals = deque(jobs)
     queue: deque[TraceJob] = deque()
@@ -179,13 +246,13 @@ def replay(
         )
         while state.running and state.running[0][0] <= now:
             _, _, job, pods = heapq.heappop(state.running)
-            state.cluster.take(pods, job.request.gpus_per_pod, -1)
+            state.end(job, pods)
         while arrivals and arrivals[0].arrival <= now:
             queue.append(arrivals.popleft())
         while queue:
             job = queue[0]
             reason = invalid.get(job.name)
-            placed = None if reason else state.place(job)
+            placed = None if reason else state.place(job, state.view())
             if placed is None and (reason is not None or not state.running):
                 runs[job.name] = replace(runs[job.name], reason=reason or NEVER_FITS)
                 queue.popleft()
@@ -213,6 +280,8 @@ def replay(
         jobs=tuple(replace(runs[j.name], held=j.name in holds) for j in jobs),
         samples=_deduplicated(samples),
         queue_policy=queue_policy,
+        contention=contention,
+        busiest_link_share=state.busiest,
     )
 
 
@@ -223,12 +292,14 @@ def _run_seconds(job: TraceJob, placed: Placed) -> float:
 
 def _started(run: JobRun, job: TraceJob, placed: Placed, now: float) -> JobRun:
     comm = placed.predicted.step_comm_seconds
+    slowdown = placed.predicted.neighbour_slowdown_seconds or 0.0
     return replace(
         run,
         start=now,
         end=now + _run_seconds(job, placed),
         step_comm_seconds=comm,
         comm_gpu_seconds=job.gpus * job.steps * comm,
+        contention_gpu_seconds=job.gpus * job.steps * slowdown,
         spine_bytes=job.steps * placed.predicted.spine_bytes_per_step,
         nodes=len(set(placed.pods)),
     )

@@ -6,7 +6,9 @@ Waits are over placed jobs (mean and nearest-rank p95). Utilisation and the larg
 job are step functions of time (each sample holds until the next), averaged over the makespan
 — from 0 to the last end — so two placers that finish at different times are each averaged over
 their own run. Communication GPU-seconds are ``GPUs × steps × predicted step communication``
-summed over placed jobs; their share is of all GPU-seconds the jobs held. Spine bytes are
+summed over placed jobs; their share is of all GPU-seconds the jobs held. With contention they
+include the time lost to other jobs' traffic (each job's own slowdown at its start, and the
+slowdown later jobs added to it), which is also reported apart. Spine bytes are
 ``steps × bytes per step crossing above the leaf``.
 """
 
@@ -30,6 +32,7 @@ class Summary:
     utilisation_mean: float  # fraction of all GPUs, time-weighted over the makespan
     comm_gpu_seconds: float
     comm_share: float  # of the GPU-seconds the placed jobs held
+    contention_gpu_seconds: float  # of comm_gpu_seconds, lost to other jobs' traffic
     spine_bytes: float
     largest_rail_group_gpus_mean: float  # time-weighted over the makespan
     largest_rail_group_gpus_min: int
@@ -74,6 +77,7 @@ def summarize(result: Replay) -> Summary:
         utilisation_mean=utilisation,
         comm_gpu_seconds=comm,
         comm_share=comm / held if held else 0.0,
+        contention_gpu_seconds=sum(j.contention_gpu_seconds for j in placed),
         spine_bytes=sum(j.spine_bytes for j in placed),
         largest_rail_group_gpus_mean=time_mean(in_window, makespan, "largest_rail_group_gpus"),
         largest_rail_group_gpus_min=min((s.largest_rail_group_gpus for s in in_window), default=0),

@@ -15,10 +15,15 @@ and what it is, in the TrainingTopology's own words::
         model: {parameters: 70000000000, hiddenSize: 8192, layers: 80}   # optional
         rankOrder: tp-cp-ep-dp-pp  # optional
 
-``parallelism`` and ``model`` are validated by the CRD's own models (``api.models``), so a trace
-job is exactly a job the operator could place. A job's wall time on a placement is
+``gpusPerPod``, ``parallelism``, ``model`` and ``rankOrder`` are a TrainingTopology spec, checked
+by the one path ``fabricfit plan`` and the operator take (:func:`fabricfit.policy.parse_spec`:
+the CRD's schema, its CEL rules, the layout's own checks) and turned into the planner's request
+the same way, so a trace job is exactly a job the operator could place — a rank order ``plan``
+refuses is refused here, with ``plan``'s words. A job's wall time on a placement is
 ``duration + steps × predicted step communication``: the cost model's communication is counted
-as exposed (none of it overlapped with compute), the same reading ``status.predicted`` has.
+as exposed (none of it overlapped with compute), the same reading ``status.predicted`` has;
+``duration ÷ steps`` is the job's compute per step, which sets the duty cycle of its traffic
+when the replay prices contention.
 Anything wrong is a :class:`TraceError` (a ``ValueError``) naming the job and the field.
 """
 
@@ -26,21 +31,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from pydantic import ValidationError
-
-from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.objects import kind_of, shorten
-from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.request import PlacementRequest, request_from_spec
+from fabricfit.policy import parse_spec
 
 MAX_JOBS = 100_000
 MAX_SECONDS = 10.0**9  # about 31 years: any larger is a unit mistake
-JOB_FIELDS = frozenset(
-    ("name", "arrival", "gpusPerPod", "parallelism", "duration", "steps", "model", "rankOrder")
-)
-DEFAULT_RANK_ORDER = "tp-cp-ep-dp-pp"
+# The fields of a trace job that are a TrainingTopology spec's (validated as one).
+SPEC_FIELDS = ("gpusPerPod", "parallelism", "model", "rankOrder")
+JOB_FIELDS = frozenset(("name", "arrival", "duration", "steps", *SPEC_FIELDS))
 
 
 class TraceError(ValueError):
@@ -97,26 +98,24 @@ def _job(index: int, raw: object) -> TraceJob:
         raise TraceError(f"{where}: unknown field {shorten(unknown[0], 40)}")
     arrival = _seconds(raw.get("arrival"), f"{where}: arrival", low=0.0)
     duration = _seconds(raw.get("duration"), f"{where}: duration", low=None)
-    gpus_per_pod = _whole(raw.get("gpusPerPod"), f"{where}: gpusPerPod", high=1024)
+    if "gpusPerPod" not in raw:  # a spec may leave it to the workload; a trace job has none
+        raise TraceError(f"{where}: gpusPerPod is required")
     steps_raw = raw.get("steps")
     steps = (
         max(1, round(duration))
         if steps_raw is None
         else _whole(steps_raw, f"{where}: steps", high=10**12)
     )
-    parallelism = _model(Parallelism, raw.get("parallelism"), f"{where}: parallelism")
-    model = _model(ModelShape, raw.get("model", {}), f"{where}: model")
-    order = raw.get("rankOrder", DEFAULT_RANK_ORDER)
-    if not isinstance(order, str):
-        raise TraceError(f"{where}: rankOrder must be a string like {DEFAULT_RANK_ORDER}")
-    if parallelism.world_size % gpus_per_pod:
+    if not isinstance(raw.get("parallelism"), Mapping):
         raise TraceError(
-            f"{where}: gpusPerPod {gpus_per_pod} does not divide the job's "
-            f"{parallelism.world_size} GPUs"
+            f"{where}: parallelism must be a mapping, not {kind_of(raw.get('parallelism'))}"
         )
-    request = PlacementRequest(
-        parallelism=parallelism, gpus_per_pod=gpus_per_pod, rank_order=order, model=model
-    )
+    spec = {key: raw[key] for key in SPEC_FIELDS if key in raw}
+    checked, problems = parse_spec(spec, require_workload=False)
+    if checked is None or problems:
+        said = "; ".join(p.removeprefix("spec.").removeprefix("spec: ") for p in problems)
+        raise TraceError(f"{where}: {said}")
+    request = replace(request_from_spec(checked), compute_seconds_per_step=duration / steps)
     return TraceJob(name=name, arrival=arrival, duration=duration, steps=steps, request=request)
 
 
@@ -140,17 +139,3 @@ def _whole(value: object, where: str, *, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
         raise TraceError(f"{where} must be a whole number from 1 to {high:,}, got {shorten(value)}")
     return value
-
-
-def _model(kind: Any, value: object, where: str) -> Any:
-    if not isinstance(value, Mapping):
-        raise TraceError(f"{where} must be a mapping, not {kind_of(value)}")
-    try:
-        return kind.model_validate(dict(value))
-    except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        message = str(first.get("msg", "is invalid"))
-        raise TraceError(
-            f"{where}{'.' + field if field else ''}: {shorten(message, 120)}"
-        ) from None

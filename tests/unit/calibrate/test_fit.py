@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from fabricfit.calibrate.dataset import load_cases
 from fabricfit.calibrate.fields import LATENCY_MAX_BYTES, UNCONSTRAINED, fittable_fields
 from fabricfit.calibrate.fit import (
     FitError,
@@ -23,6 +22,7 @@ from fabricfit.calibrate.fit import (
 from fabricfit.calibrate.logs import parse_log
 from fabricfit.cost import Collective
 from fabricfit.fabric.profiles import PRESETS, FabricProfile, get_profile
+from fabricfit_dev.dataset import load_cases, read_fixture
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -146,7 +146,7 @@ def test_a_cloud_preset_fitted_with_held_numbers_is_its_own_fit() -> None:
     """aws-p5 is fitted on every second row of its 2x8 sweep and its 1x8 rows <= 64 KiB, its
     NVLink numbers (dgx-h100's) and its cited NIC efficiency held: refitting it with them held
     changes nothing, and they stay what they were."""
-    cases = load_cases(lambda rel: (FIXTURES / rel).read_text(encoding="utf-8"), {"aws-p5"})
+    cases = load_cases(read_fixture, {"aws-p5"})
     rows = [c.measurement for c in cases if c.calibration]
     assert rows and max(m.size_bytes for m in rows) > LATENCY_MAX_BYTES
     preset = PRESETS["aws-p5"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 
 import pytest
@@ -53,27 +53,37 @@ def test_targets_median_on_three_rows_or_more_worst_always(
     assert regime.meets_targets is met
 
 
-def test_describe_names_the_metric_the_rows_and_a_miss() -> None:
-    line = _regime("16-256MiB", 16, 0.085, 0.41, fitted=4).describe()
-    assert line.startswith("busbw error median 8.5%, worst 41.0% over 16 published rows (4 fitted)")
-    assert line.endswith("(16-256MiB, 2-4 domains, all-reduce); targets MISSED")
+def test_describe_names_the_metric_whose_rows_and_a_miss_held_out_apart() -> None:
+    regime = dataclasses.replace(
+        _regime("16-256MiB", 16, 0.085, 0.41, fitted=4), fitted_median=0.007, fitted_worst=0.015
+    )
+    line = regime.describe("of dgx-h100's hardware")
+    assert line.startswith(
+        "busbw error median 8.5%, worst 41.0% over 16 published rows of dgx-h100's hardware"
+        " in this regime (16-256MiB, 2-4 domains, all-reduce): 12 held out (median 8.5%,"
+        " worst 41.0%), 4 fitted (median 0.7%, worst 1.5%)"
+    )
+    assert line.endswith("; targets MISSED")
     one = _regime("<=64KiB", 1, 1.2, 1.2).describe()
-    assert "time ratio median 1.20x, worst 1.20x over 1 published row " in one
-    assert "MISSED" not in one
+    assert "time ratio median 1.20x, worst 1.20x over 1 published row in this regime" in one
+    assert "MISSED" not in one and "fitted" not in one
 
 
-def test_document_round_trips_through_json_with_nan_as_null() -> None:
-    found = [_regime("16-256MiB", 3, 0.05, 0.1, fitted=3), _regime("<=64KiB", 4, 1.1, 1.3)]
-    doc = json.loads(json.dumps(regimes.accuracy_document(found, rows=7)))
-    assert doc["rows"] == 7 and doc["regimes"][0]["held_out_median"] is None
-    back = regimes.parse_accuracy_document(doc)
-    assert back[("<=64KiB", "2-4 domains", "all-reduce")] == found[1]
-    first = back[("16-256MiB", "2-4 domains", "all-reduce")]
-    assert math.isnan(first.held_out_median) and first.median == 0.05
-
-
-def test_a_document_of_another_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match="fabricfit-measured-accuracy"):
-        regimes.parse_accuracy_document({"kind": "something-else", "regimes": []})
-    with pytest.raises(ValueError):
-        regimes.parse_accuracy_document([1, 2])
+@pytest.mark.parametrize(
+    ("ratios", "says"),
+    [((1.3, 1.1, 2.0), "has been optimistic: on 3 held-out rows of 2 sources it predicted 1.30x"),
+     ((0.9, 0.7, 1.4), "can be optimistic: on 3 held-out rows of 2 sources it predicted up to"),
+     ((0.9, 0.7, 0.95), "has not been optimistic on 3 held-out rows")],
+)  # fmt: skip
+def test_the_caveat_at_scale_says_what_the_held_out_rows_say(
+    ratios: tuple[float, float, float], says: str
+) -> None:
+    median, least, worst = ratios
+    caveat = regimes.ScaleCaveat(3, 2, int(worst > 1) + int(median > 1), median, least, worst)
+    assert caveat.describe().startswith("at >=8 domains for 4-256 MiB the model ")
+    assert says in caveat.describe() and caveat.record()["statement"] == caveat.describe()
+    assert caveat.applies(4 << 20, ">=8 domains") and caveat.applies((256 << 20) - 1, ">=8 domains")
+    assert not caveat.applies(256 << 20, ">=8 domains")
+    assert not caveat.applies(64 << 20, "5-7 domains") and not caveat.applies(
+        1 << 20, ">=8 domains"
+    )

@@ -15,7 +15,8 @@ import yaml
 from fabricfit.cli.common import Parser
 from fabricfit.cli.run import configure
 from fabricfit.workloads import KINDS
-from unit.chart.rendering import CHART, CI_VALUES, ROOT, helm, of_kind, one, render, run_helm
+from fabricfit_dev.chart import CHART, CI_VALUES, helm, of_kind, one, render, run_helm
+from fabricfit_dev.paths import REPO
 
 KUBERNETES_VERSION = "1.36"
 MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}  # prometheus-operator CRDs: no schema
@@ -30,7 +31,7 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "nodes"): {"list", "watch"},
     ("fabricfit.dev", "trainingtopologies"): {"get", "list", "watch", "patch"},
     ("fabricfit.dev", "trainingtopologies/status"): {"patch"},
-    ("", "pods"): {"list", "watch", "patch"},
+    ("", "pods"): {"get", "list", "watch", "patch", "delete"},
     ("batch", "jobs"): {"get", "patch"},
     ("jobset.x-k8s.io", "jobsets"): {"get", "patch"},
     ("kubeflow.org", "pytorchjobs"): {"get", "patch"},
@@ -192,7 +193,7 @@ def test_no_wildcards_and_no_secrets(values: Path | None) -> None:
 def test_rbac_rules_say_why() -> None:
     """Every rule of the operator's roles is preceded by a comment saying why (the RBAC
     reference page quotes them)."""
-    from docsgen.chart import rbac_roles
+    from fabricfit_dev.docsgen.chart import rbac_roles
 
     for values in (None, CHART / "ci" / "namespaced-values.yaml"):
         roles = rbac_roles(values)
@@ -352,7 +353,7 @@ def test_every_top_level_value_is_documented() -> None:
 
 
 def test_chart_crds_are_the_top_level_crds() -> None:
-    top, chart = ROOT / "crds", CHART / "files" / "crds"
+    top, chart = REPO / "crds", CHART / "files" / "crds"
     names = sorted(p.name for p in top.glob("*.yaml"))
     assert names == sorted(p.name for p in chart.glob("*.yaml"))
     mismatch = filecmp.cmpfiles(top, chart, names, shallow=False)[1:]
@@ -361,13 +362,13 @@ def test_chart_crds_are_the_top_level_crds() -> None:
 
 def test_deploy_manifests_do_not_drift_from_the_chart() -> None:
     result = subprocess.run(
-        [str(ROOT / "hack" / "render-deploy.sh"), "--check"],
+        [str(REPO / "hack" / "render-deploy.sh"), "--check"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
-    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "fabricfit.yaml").read_text()) if d]
+    docs = [d for d in yaml.safe_load_all((REPO / "deploy" / "fabricfit.yaml").read_text()) if d]
     assert docs[0]["kind"] == "Namespace"
     assert docs[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert {d["metadata"].get("namespace") for d in docs[1:] if d["kind"] != "ClusterRole"} <= {
@@ -378,7 +379,7 @@ def test_deploy_manifests_do_not_drift_from_the_chart() -> None:
 
 def test_helm_installs_and_upgrades_the_generated_crd_and_keeps_it_on_uninstall() -> None:
     generated = yaml.safe_load(
-        (ROOT / "crds" / "trainingtopologies.fabricfit.dev.yaml").read_text()
+        (REPO / "crds" / "trainingtopologies.fabricfit.dev.yaml").read_text()
     )
     crd = one(render(), "CustomResourceDefinition")
     assert crd["spec"] == generated["spec"]

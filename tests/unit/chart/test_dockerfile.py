@@ -10,9 +10,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-from unit.chart.rendering import ROOT
+from fabricfit_dev.paths import REPO
 
-DOCKERFILE = ROOT / "Dockerfile"
+DOCKERFILE = REPO / "Dockerfile"
 
 
 def hadolint() -> str:
@@ -73,7 +73,7 @@ def test_labels_name_the_image_and_its_version() -> None:
     keys = set(re.findall(r"(org\.opencontainers\.image\.[a-z.]+)=", labels))
     assert keys >= {f"org.opencontainers.image.{k}" for k in ("title", "version", "licenses")}
     args = dict(rest.partition("=")[::2] for word, rest in final if word == "ARG")
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert args["VERSION"] == version, "the Dockerfile's VERSION default is pyproject's version"
 
 
@@ -85,7 +85,13 @@ def test_byte_code_is_compiled_for_a_read_only_root() -> None:
 
 
 def test_dockerignore_sends_only_what_the_build_copies() -> None:
-    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    lines = (REPO / ".dockerignore").read_text().splitlines()
     assert lines[[line.strip() for line in lines].index("*")] == "*"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "setup.py", "README.md", "hack/constraints.txt", "operator"}
+    assert allowed == {
+        "pyproject.toml",
+        "setup.py",
+        "README.md",
+        "hack/constraints.txt",
+        "operator",
+    }

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from fabricfit.metrics import EXPORTED_NAMES
-from unit.chart.rendering import CHART, ROOT, dashboard, one, render, rule_groups
+from fabricfit_dev.chart import CHART, dashboard, one, render, rule_groups
+from fabricfit_dev.paths import REPO
 
 MONITORING = CHART / "ci" / "monitoring-values.yaml"
 KEYWORDS = {"and", "or", "unless", "bool", "offset", "group_left", "group_right", "inf", "nan"}
@@ -134,7 +135,7 @@ def test_alert_rules_use_only_exported_metrics() -> None:
 
 def site_url() -> str:
     """The docs site's address (mkdocs.yml), which the chart's docsUrl defaults to."""
-    for line in (ROOT / "mkdocs.yml").read_text(encoding="utf-8").splitlines():
+    for line in (REPO / "mkdocs.yml").read_text(encoding="utf-8").splitlines():
         if line.startswith("site_url:"):
             return line.split(":", 1)[1].strip().strip("'\"")
     raise AssertionError("mkdocs.yml has no site_url")
@@ -143,7 +144,7 @@ def site_url() -> str:
 def runbook_page(url: str, base: str) -> Path:
     """The docs page a runbook URL of the site at ``base`` serves (mkdocs directory URLs)."""
     assert url.startswith(base) and url.endswith("/"), url
-    return ROOT / "docs" / (url.removeprefix(base).removesuffix("/") + ".md")
+    return REPO / "docs" / (url.removeprefix(base).removesuffix("/") + ".md")
 
 
 def test_every_alert_has_a_runbook_page_on_the_docs_site() -> None:
@@ -151,7 +152,7 @@ def test_every_alert_has_a_runbook_page_on_the_docs_site() -> None:
     assert values["docsUrl"] == site_url()
     rules = [r for g in rule_groups(render(MONITORING)) for r in g["rules"]]
     pages = {r["alert"]: runbook_page(r["annotations"]["runbook_url"], site_url()) for r in rules}
-    assert all(page.parent == ROOT / "docs" / "operations" / "runbooks" for page in pages.values())
+    assert all(page.parent == REPO / "docs" / "operations" / "runbooks" for page in pages.values())
     missing = {alert: str(page) for alert, page in pages.items() if not page.is_file()}
     assert missing == {}
     assert len(set(pages.values())) == len(pages), "two alerts share a runbook"
@@ -272,9 +273,9 @@ def test_promtool_unit_tests_of_the_alerts(tmp_path: Path) -> None:
                     fires(
                         "FabricfitNodesWithoutTopology",
                         {"severity": "warning"},
-                        "4 nodes carry no topology label under the operator label scheme; plans "
-                        "cannot tell placements on them apart, and every one looks 100% "
-                        "efficient.",
+                        "4 GPU nodes carry no topology label under the operator label scheme; "
+                        "plans cannot tell placements on them apart, and every one looks "
+                        "optimal.",
                     ),
                 ],
             },

@@ -93,23 +93,30 @@ def _size(line: str) -> int:
     return int(cells[1]) if len(cells) > 1 and cells[1].isdigit() else 0
 
 
-def test_the_default_base_is_a_gpu_preset(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_default_base_is_the_preset_of_the_gpus_in_the_log(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, err = run(capsys, str(ONE_NODE))
     assert code == 0, err
-    assert out.startswith("base fabric ")
+    first, second = out.splitlines()[:2]
+    assert first.startswith("hardware in the logs: NVIDIA H100 80GB HBM3 x 8 per node;")
+    assert second.startswith("base fabric dgx-h100 (H100 in the logs: HGX H100:")
 
 
 def test_a_log_without_its_test_name_needs_the_collective(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    log = str(LOGS / "h100-2x8-aws-p5-all-reduce.log")
-    code, _, err = run(capsys, log, "--nodes", "2", "--gpus-per-node", "8")
+    log = str(LOGS / "h100-2x8-aws-p5-all-reduce.log")  # the table only: no rank lines
+    layout = ("--nodes", "2", "--gpus-per-node", "8")
+    code, _, err = run(capsys, log, *layout, "--fabric", "aws-p5")
     assert code == 2 and "unknown collective: the log names no test (pass --collective" in err
     assert err.count("\n") == 1
-    code, _, err = run(
-        capsys, log, "--nodes", "2", "--gpus-per-node", "8", "--collective", "all-reduce"
-    )
+    code, _, err = run(capsys, log, *layout, "--fabric", "aws-p5", "--collective", "all-reduce")
     assert code == 0, err
+    # no device line names the GPUs: no base is guessed
+    code, out, err = run(capsys, log, *layout, "--collective", "all-reduce")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "the logs name no GPU model" in err and "pass --fabric BASE" in err
 
 
 def test_unparsable_input_names_the_file_and_line(
@@ -146,10 +153,14 @@ def test_a_forced_ring_run_fits_nvlink_not_nvls(
     logged.write_text(line + TOGETHER_RING.read_text(encoding="utf-8"), encoding="utf-8")
     code, again, err = run(capsys, str(logged), "--fabric", "dgx-h100")
     assert code == 0, err
-    assert "NCCL_ALGO=RING" in again and again.split("\n", 3)[3] == out.split("\n", 3)[3]
+    assert "NCCL_ALGO=RING" in again and _after_env(again) == _after_env(out)
     code, blind, _ = run(capsys, str(TOGETHER_RING), "--fabric", "dgx-h100")
     assert "runs priced as made" not in blind
     assert "nvls_efficiency" not in {ln.split()[0] for ln in blind.splitlines() if "kept:" in ln}
+
+
+def _after_env(out: str) -> str:
+    return out.split("runs priced as made with", 1)[1].split("\n", 1)[1]
 
 
 @pytest.mark.parametrize(

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabricfit.cli.common import UsageError
-from fabricfit.cli.cost import parse_size
+from fabricfit.cli.cost import build_group, group_shape, parse_size
 from fabricfit.cli.main import main
+from fabricfit.cost import summarize_group
+from fabricfit.fabric.profiles import PRESETS
 
 BASE = ["cost", "--fabric", "dgx-h100", "--collective", "all-reduce", "--size", "1GiB"]
 
@@ -76,8 +82,13 @@ def test_prediction_says_how_right_the_model_was_in_its_regime(
     )
     assert found["rows"] >= 20 and 0 < found["fitted_rows"] < found["rows"]
     assert 0 <= found["median"] <= found["worst"] < 1
+    assert found["fitted_rows"] and found["fitted_median"] <= found["fitted_worst"]
+    assert found["held_out_median"] <= found["held_out_worst"] and found["at_scale"] is None
     code, out, _ = run([*BASE, "--nodes", "1", "--gpus-per-node", "8"], capsys)
-    assert f"over {found['rows']} published rows ({found['fitted_rows']} fitted)" in out
+    held = found["rows"] - found["fitted_rows"]
+    assert f"over {found['rows']} published rows of dgx-h100's hardware" in out
+    assert f": {held} held out (median {found['held_out_median']:.1%}" in out
+    assert f", {found['fitted_rows']} fitted (median {found['fitted_median']:.1%}" in out
     latency = [*BASE[:-1], "8KiB", "--nodes", "2", "--gpus-per-node", "8", "--json"]
     code, out, _ = run(latency, capsys)
     found = json.loads(out)["accuracy"]
@@ -87,7 +98,49 @@ def test_prediction_says_how_right_the_model_was_in_its_regime(
     code, out, _ = run([*broadcast, "--nodes", "2", "--gpus-per-node", "8", "--json"], capsys)
     assert (code, json.loads(out)["accuracy"]) == (0, None)
     code, out, _ = run([*broadcast, "--nodes", "2", "--gpus-per-node", "8"], capsys)
-    assert "measured    no published rows in this regime" in out
+    assert "measured    no published rows of dgx-h100's hardware (dgx-h100, dgx-h200" in out
+
+
+def test_a_preset_is_judged_on_its_own_hardwares_rows_and_says_when_there_are_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The issue's case: aws-p5 at 32 x 8 quoted 40 rows of other clusters (InfiniBand H100s).
+    Across domains only aws-p5's own EFA rows count, and it has none at 32 nodes; inside one
+    node its HGX H100 board's rows do."""
+    argv = ["cost", "--fabric", "aws-p5", "--collective", "all-reduce", "--size", "64MiB"]
+    code, out, _ = run([*argv, "--nodes", "32", "--gpus-per-node", "8", "--json"], capsys)
+    found = json.loads(out)["accuracy"]
+    assert code == 0 and found["rows"] == 0 and found["fabrics"] == ["aws-p5"]
+    assert found["median"] is None and found["meets_targets"] is None
+    assert found["note"].startswith("no published rows of aws-p5's hardware in this regime")
+    code, out, _ = run([*argv, "--nodes", "32", "--gpus-per-node", "8"], capsys)
+    assert "measured    no published rows of aws-p5's hardware in this regime" in out
+    code, out, _ = run(
+        [*argv[:-1], "1GiB", "--nodes", "1", "--gpus-per-node", "8", "--json"], capsys
+    )
+    board = json.loads(out)["accuracy"]
+    assert {"aws-p5", "dgx-h100"} <= set(board["fabrics"]) and board["rows"] > 0
+
+
+def test_at_scale_the_model_says_how_optimistic_the_held_out_rows_found_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """>= 8 domains at 4-256 MiB: the figure comes from every held-out row there (whoever's
+    cluster), in the measured line and in --json; not outside that window."""
+    argv = ["cost", "--fabric", "dgx-h100", "--collective", "all-gather", "--size"]
+    code, out, _ = run([*argv, "64MiB", "--nodes", "10", "--gpus-per-node", "8", "--json"], capsys)
+    assert code == 0
+    scale = json.loads(out)["accuracy"]["at_scale"]
+    assert scale["held_out_rows"] >= 3 and scale["sources"] >= 2
+    assert scale["least_ratio"] <= scale["median_ratio"] <= scale["worst_ratio"]
+    assert scale["worst_ratio"] > 1 and scale["optimistic_rows"] > 0
+    assert scale["statement"].startswith("at >=8 domains for 4-256 MiB the model ")
+    _, out, _ = run([*argv, "64MiB", "--nodes", "10", "--gpus-per-node", "8"], capsys)
+    assert out.splitlines()[-1].endswith(scale["statement"])
+    for size, nodes in (("1GiB", "10"), ("1MiB", "10"), ("64MiB", "4")):
+        _, out, _ = run([*argv, size, "--nodes", nodes, "--gpus-per-node", "8", "--json"], capsys)
+        accuracy = json.loads(out)["accuracy"]
+        assert accuracy is None or accuracy["at_scale"] is None, (size, nodes)
 
 
 def test_docs_quote_the_measured_line_cost_prints(capsys: pytest.CaptureFixture[str]) -> None:
@@ -234,3 +287,41 @@ def test_cost_does_not_import_kopf_or_kubernetes() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["algorithm"] == "torus"
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    fabric=st.sampled_from(sorted(PRESETS)),
+    nodes=st.integers(1, 80),
+    gpus=st.integers(1, 8),
+    nics=st.sampled_from([None, 1, 2, 3, 8]),
+)
+def test_the_shape_from_the_tiers_is_the_shape_of_the_ranks(
+    fabric: str, nodes: int, gpus: int, nics: int | None
+) -> None:
+    """``cost`` summarises its ranks from the tiers (O(1)); it must be the shape the cost
+    model would fold from one slot per rank."""
+    profile = PRESETS[fabric]
+    gpus = min(gpus, profile.gpus_per_node)
+    if nics is not None:
+        profile = dataclasses.replace(profile, nics_per_node=nics)
+    expected = summarize_group(build_group(profile, nodes, gpus))
+    assert group_shape(profile, nodes, gpus) == expected
+
+
+def test_the_largest_cost_question_is_answered_without_a_slot_per_rank(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """65,536 nodes of 64 GPUs (a custom profile) took 27 s and 1.9 GB: a slot per rank. The
+    same question on a preset's 8-GPU nodes (524,288 ranks) held 250 MB of slots; the shape is
+    now built from the tiers (peak traced memory, not time: the machine's load does not
+    change it)."""
+    tracemalloc.start()
+    try:
+        code, out, err = run([*BASE, "--nodes", "65536", "--gpus-per-node", "8", "--json"], capsys)
+        _, peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (code, err) == (0, "")
+    assert json.loads(out)["ranks"] == 65536 * 8
+    assert peak_bytes < 16 * 2**20, peak_bytes

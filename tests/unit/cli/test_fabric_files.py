@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fabricfit.cli.fabrics import read_profile_dir
 from fabricfit.cli.main import main
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.profiles.catalog import dump_profile
@@ -123,3 +124,55 @@ def test_plan_fabric_dir_lets_labels_name_custom_profiles(
     code, out, err = run(capsys, *args, "--fabric-dir", str(folder))
     assert code in (0, 1), err
     assert json.loads(out)["fabric"] == "site-h100"
+
+
+LAUGHS = (
+    "[&a [x, x, x, x, x, x, x, x, x, x], "
+    + ", ".join(
+        f"&{b} [" + ", ".join([f"*{a}"] * 10) + "]"
+        for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "]"
+)
+
+
+def _hostile(path: Path, key: str, value: str) -> Path:
+    text = dump_profile(get_profile("dgx-h100")).replace("name: dgx-h100", "name: site-h100")
+    lines = [f"{key}: {value}" if line.startswith(f"{key}:") else line for line in text.split("\n")]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("nvls", "!!bool maybe", "'maybe' is not a valid !!bool"),
+        ("arch", LAUGHS, "YAML aliases expand the document by more than 1,000,000 values"),
+        ("arch", "2020-01-01", "got a timestamp"),
+    ],
+    ids=["tag", "billion-laughs", "date"],
+)
+def test_a_hostile_profile_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: str, message: str
+) -> None:
+    """--fabric-file and --fabric-dir read profiles with the bounded loader: a YAML tag was
+    exit 3 (KeyError) and a billion-laughs profile ran for 40 s in 1.6 GB."""
+    folder = tmp_path / "fabrics"
+    folder.mkdir()
+    bad = _hostile(folder / "site.yaml", key, value)
+    code, out, err = run(capsys, *COST, "--gpus-per-node", "8", "--fabric-file", str(bad))
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert str(bad) in err and message in err and len(err) < 300
+    plan = ["plan", "--nodes", str(NODES), "--topology", str(TOPOLOGY), "--fabric-dir", str(folder)]
+    code, out, err = run(capsys, *plan)
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert message in err
+
+
+def test_the_operator_keeps_a_hostile_profile_as_refused_with_its_reason(tmp_path: Path) -> None:
+    """The operator reads its profile ConfigMap as a directory and keeps running: the file is
+    refused with the loader's one line, for jobs that name it."""
+    _hostile(tmp_path / "site.yaml", "arch", LAUGHS)
+    catalog = read_profile_dir(str(tmp_path), strict=False)
+    assert "site-h100" not in catalog
+    assert "aliases expand the document" in catalog.refused["site"]

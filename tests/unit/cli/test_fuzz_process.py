@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from devcluster.capped import MEMORY_CAP_BYTES, CappedRun, run_capped
+from fabricfit_dev.capped import MEMORY_CAP_BYTES, CappedRun, run_capped
 from unit.cli import hostile
 
 RESULTS: list[tuple[str, int, float, float]] = []  # (case, exit, seconds, peak MiB)
@@ -31,7 +31,7 @@ RESULTS: list[tuple[str, int, float, float]] = []  # (case, exit, seconds, peak 
 def fabricfit(
     case: str, *args: str, stdin: Any = subprocess.DEVNULL, env: dict[str, str] | None = None
 ) -> CappedRun:
-    """Run the CLI in a child process under the memory cap (``devcluster.capped``), and keep
+    """Run the CLI in a child process under the memory cap (``fabricfit_dev.capped``), and keep
     its figures for the report at the end."""
     run = run_capped(args, stdin=stdin, env=env)
     RESULTS.append((case, run.code, run.seconds, run.peak_mib))

@@ -455,3 +455,31 @@ def test_a_plan_spanning_gb200_trays_says_it_needs_a_compute_domain(
     code, out, _ = _run(capsys, "--nodes", str(NODES / "native-h100-16.json"),
                         "--topology", str(PLAN / "dense-native.yaml"))  # fmt: skip
     assert "ComputeDomain" not in out
+
+
+def test_a_plan_where_no_tier_is_detected_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """GKE-labelled nodes read with the native scheme look flat: no silent 100%."""
+    gke = [
+        "--nodes",
+        str(NODES / "gke-a3ultra-12.json"),
+        "--topology",
+        str(PLAN / "bare-spec.yaml"),
+    ]
+    code, out, _ = _run(capsys, *gke, "--label-scheme", "native", "--json")
+    flat = json.loads(out)
+    assert code == 0 and flat["feasible"]
+    assert flat["topologyDetected"] is False and flat["efficiency"] is None
+    assert (
+        "label scheme native finds no topology tier on any of the 12 nodes"
+        in (flat["topologyMessage"])
+    )
+    code, out, _ = _run(capsys, *gke, "--label-scheme", "native")
+    assert code == 0
+    assert "warning: label scheme native finds no topology tier" in out
+    assert "efficiency unknown (no topology tier)" in out and "100.0%" not in out
+    code, out, _ = _run(capsys, *gke, "--json")  # auto finds GKE's tiers
+    found = json.loads(out)
+    assert found["topologyDetected"] is True and found["efficiency"] is not None
+    assert found["topologyMessage"].startswith("label scheme gke: ")
+    code, out, _ = _run(capsys, *gke)
+    assert "warning:" not in out and "efficiency unknown" not in out

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from devcluster.jsonpatch import apply_patch
 from fabricfit.api.constants import FINALIZER, SCHEDULING_GATE
 from fabricfit.cli import release
 from fabricfit.cli.main import main
 from fabricfit.kube.rest import ApiError
+from fabricfit_dev.jsonpatch import apply_patch
 
 
 def tt(name: str, *finalizers: str) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from devcluster.pki import self_signed_serving_cert
 from fabricfit.cli.kubeconfig import kubeconfig_paths, merge, read_kubeconfig
 from fabricfit.cli.main import main
+from fabricfit_dev.cluster.pki import self_signed_serving_cert
 
 EXCEPTION_NAME = re.compile(r"\b[A-Z][A-Za-z]+(Error|Exception)\b")
 

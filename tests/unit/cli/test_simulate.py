@@ -127,7 +127,31 @@ def write(tmp_path: Path, text: str) -> str:
 @pytest.mark.parametrize(
     ("trace", "message"),
     [
-        ("jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {data: 12}}]", "divide"),
+        (
+            "jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {data: 12}}]",
+            "is not a multiple of gpusPerPod",
+        ),
+        # rank orders plan refuses (simulate replayed the first and exit 3 on the others)
+        (
+            "jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {tensor: 8, data: 2},"
+            " rankOrder: dp-tp}]",
+            "rankOrder: is not in the expected form, got 'dp-tp'",
+        ),
+        (
+            "jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {tensor: 8},"
+            " rankOrder: tp-tp-dp-pp-cp}]",
+            "rankOrder must name each of tp, cp, ep, dp, pp exactly once",
+        ),
+        (
+            "jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {tensor: 8},"
+            " rankOrder: TP-CP-EP-DP-PP}]",
+            "rankOrder: is not in the expected form",
+        ),
+        (
+            "jobs: [{arrival: 0, duration: 10, gpusPerPod: 8, parallelism: {tensor: 8},"
+            " rankOrder: 7}]",
+            "rankOrder: must be a string, got 7",
+        ),
         ("jobs: nope", "jobs must be a non-empty list"),
         ("- a\n- b\n", "is a string"),
         ("a: 1\n---\nb: 2\n", "expected one mapping with a jobs list"),
@@ -158,6 +182,7 @@ def test_bad_flags_and_files_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         ["--nodes", str(tmp_path / "missing.yaml"), "--trace", str(SMALL)],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--placer", "volcano"],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--queue-policy", "lifo"],
+        ["--nodes", str(NODES), "--trace", str(SMALL), "--contention", "maybe"],
         ["--nodes", str(NODES), "--trace", str(SMALL), "--fabric", "dgx-h999"],
         ["--nodes", str(SMALL), "--trace", str(SMALL)],
     ]
@@ -165,3 +190,37 @@ def test_bad_flags_and_files_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         assert exit_code(["simulate", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1, (argv, err)
+
+
+def test_contention_is_on_by_default_and_can_be_turned_off(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    on = simulate(capsys, "--placer", "fabricfit")["placers"]
+    off = simulate(capsys, "--placer", "fabricfit", "--contention", "off")["placers"]
+    assert isinstance(on, dict) and isinstance(off, dict)
+    assert on["fabricfit"]["contention"] is True and off["fabricfit"]["contention"] is False
+    assert off["fabricfit"]["summary"]["contentionGpuSeconds"] == 0.0
+    assert (
+        main(["simulate", "--nodes", str(NODES), "--trace", str(SMALL), "--placer", "spread"]) == 0
+    )
+    assert "; contention on\n" in capsys.readouterr().out
+
+
+def test_a_trace_job_is_refused_with_the_words_plan_refuses_its_spec_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trace jobs go through plan's spec rules (policy.parse_spec): the same refusal, the same
+    sentence, for every rank order plan refuses."""
+    for order in ("dp-tp", "tp-tp-dp-pp-cp", "xx", "", "tp,cp,ep,dp,pp", "tp-cp-ep-dp-pp-tp"):
+        spec = {"gpusPerPod": 8, "parallelism": {"tensor": 8, "data": 2}, "rankOrder": order}
+        topology = tmp_path / "tt.yaml"
+        topology.write_text(json.dumps({"spec": spec}), encoding="utf-8")
+        assert main(["plan", "--nodes", str(NODES), "--topology", str(topology)]) == 2
+        plan_says = (
+            capsys.readouterr().err.split(": spec", 1)[1].removeprefix(".").removeprefix(": ")
+        )
+        job = {"name": "j", "arrival": 0, "duration": 10, **spec}
+        trace = write(tmp_path, json.dumps({"jobs": [job]}))
+        assert main(["simulate", "--nodes", str(NODES), "--trace", trace]) == 2, order
+        simulate_says = capsys.readouterr().err
+        assert simulate_says.endswith(f"job 0 ('j'): {plan_says}"), (order, simulate_says)

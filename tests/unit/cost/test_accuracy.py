@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from fabricfit.calibrate import accuracy
-from fabricfit.calibrate.dataset import load_cases
-from fabricfit.calibrate.regimes import accuracy_document
+from fabricfit.calibrate.published import build_document
 from fabricfit.cli.regimes import ACCURACY_FILE
 from fabricfit.fabric.profiles import PRESETS
+from fabricfit_dev.dataset import load_cases, read_fixture
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MEDIAN_LIMIT, WORST_LIMIT, LATENCY_LIMIT = 0.15, 0.45, 2.5
@@ -38,11 +38,7 @@ KNOWN_MISS_BANDS: dict[tuple[str, str, str], str] = {
 }
 
 
-def _read(relative: str) -> str:
-    return (FIXTURES / relative).read_text(encoding="utf-8")
-
-
-CASES = load_cases(_read, PRESETS)
+CASES = load_cases(read_fixture, PRESETS)
 JUDGED = accuracy.judge([c for c in CASES if not c.reference], PRESETS)
 
 
@@ -82,8 +78,7 @@ def test_model_matches_published_measurements_by_regime(
 
 def test_shipped_regime_summaries_are_current() -> None:
     """``fabricfit cost`` quotes the package's copy of this table: it must be today's."""
-    bands = accuracy.band_table(JUDGED, PRESETS)
-    fresh = json.loads(json.dumps(accuracy_document((b.summary() for b in bands), len(JUDGED))))
+    fresh = json.loads(json.dumps(build_document(JUDGED, PRESETS)))
     shipped = FIXTURES.parents[1] / "operator" / "fabricfit" / "calibrate" / ACCURACY_FILE
     assert json.loads(shipped.read_text(encoding="utf-8")) == fresh, (
         "stale: run .venv/bin/python benchmarks/cost_accuracy.py --write-regimes"

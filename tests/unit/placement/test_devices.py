@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from devcluster import fakenodes
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.deviceask import DEVICE_CLASS_KIND, device_ask, unusable_devices
 from fabricfit.fabric.devices import pcie_root
@@ -20,7 +19,8 @@ from fabricfit.placement.devices import pod_devices
 from fabricfit.placement.request import DRA, ENFORCED, NOT_ENFORCED, PlacementRequest
 from fabricfit.placement.search import plan_placement
 from fabricfit.policy.devices import settle_devices
-from helpers import dra
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e import dra
 
 PROFILE = get_profile("h100-leaf-spine-2to1")
 MODEL = ModelShape(parameters=8_000_000_000, hidden_size=4096, layers=32, sequence_length=4096)

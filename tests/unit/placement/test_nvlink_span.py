@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fabricfit.api.models import Parallelism
+from fabricfit.fabric.profiles import get_profile
 from fabricfit.placement import build_layout
 from fabricfit.placement.nvlink_span import nvlink_span
 
@@ -65,3 +66,17 @@ def test_an_empty_or_partial_plan_is_harmless() -> None:
     partial = nvlink_span(["t0", "t1"], layout.groups, 4, RACKS)
     assert dict(partial.groups) == {"tensor": 1}
     assert not nvlink_span(["t0"], layout.groups, 0, RACKS).needed
+
+
+@pytest.mark.parametrize(
+    ("fabric", "needed"),
+    [("gb200-nvl72", True), ("dgx-h100", True), ("tpu-v5e", False), ("tpu-v4", False)],
+)
+def test_only_a_gpu_fabric_spans_trays_over_nvlink(fabric: str, needed: bool) -> None:
+    """A TPU slice is labelled as the nodes' scale-up domain too, but its chips talk over ICI:
+    a TPU plan asked for an NVIDIA ComputeDomain. A GPU profile of one-node domains on
+    rack-labelled trays still spans them (the cost model priced NVLink between them)."""
+    layout = build_layout(Parallelism(tensor=8, data=2), 4, "tp-cp-ep-dp-pp")
+    plan = ["t0", "t1", "t2", "t3"]
+    found = nvlink_span(plan, layout.groups, 4, RACKS, profile=get_profile(fabric))
+    assert found.needed is needed

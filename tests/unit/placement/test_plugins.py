@@ -12,6 +12,7 @@ from fabricfit.placement.plugins import DEFAULT_PLUGINS, REGISTRY, Evaluated, Pl
 from fabricfit.placement.plugins.communication import CommunicationTime
 from fabricfit.placement.plugins.data_locality import DataLocality
 from fabricfit.placement.plugins.fragmentation import Fragmentation
+from fabricfit.placement.plugins.neighbour_impact import NeighbourImpact
 from fabricfit.placement.plugins.pipeline_spread import PipelineSpread
 from fabricfit.placement.plugins.tensor_domain import TensorDomain
 from fabricfit.placement.request import PlacementRequest
@@ -114,3 +115,42 @@ def test_pipeline_spread_credits_neighbouring_stages() -> None:
     far = plugin.score(ctx, _evaluated(_slots(ctx, ["n000", "n002"])))
     assert near == pytest.approx(75.0) and far == 0.0
     assert plugin.explain(ctx, _evaluated(_slots(ctx, ["n000", "n002"]))) is not None
+
+
+def test_neighbour_impact_scores_the_share_of_its_cost_a_job_pays_itself() -> None:
+    snapshot = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=1)
+    ctx = _ctx(snapshot, Parallelism(tensor=8))  # 8 GPUs
+    plugin = NeighbourImpact()
+    slots = _slots(ctx, ["n000"])
+    quiet = Evaluated(slots=slots, ranks=(), predicted=StepTimes(0.5, {"data": 0.5}))
+    # own: 8 GPUs x 0.5 s = 4 GPU-s; the running jobs lose 4 GPU-s more: half of the total
+    costly = Evaluated(
+        slots=slots,
+        ranks=(),
+        predicted=StepTimes(
+            0.5,
+            {"data": 0.5},
+            neighbour_slowdown_seconds=0.0,
+            slowdown_added_to_others_seconds=0.2,
+            added_to_others_gpu_seconds=4.0,
+        ),
+    )
+    assert plugin.score(ctx, quiet) == 100.0 and plugin.explain(ctx, quiet) is None
+    assert plugin.score(ctx, costly) == pytest.approx(50.0)
+    assert "slows the running jobs" in (plugin.explain(ctx, costly) or "")
+
+
+def test_pipeline_stages_under_one_spine_are_not_reported_under_different_spines() -> None:
+    """Every GB200 MoE plan said "different spines" with both stages under one spine: six
+    pairs credited 0.4 each average to 0.39999999999999997, and the mean was compared with
+    0.4. A pair under different spines is what the reason names, so pairs are counted."""
+    snapshot = make_cluster(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=2)
+    ctx = _ctx(snapshot, Parallelism(tensor=1, pipeline=2, data=6), gpus_per_pod=6)
+    plugin = PipelineSpread()
+    one_spine = _evaluated(_slots(ctx, ["n000", "n002"]))  # two leaves of spine s0
+    assert plugin.score(ctx, one_spine) == pytest.approx(40.0)
+    assert plugin.explain(ctx, one_spine) is None
+    two_spines = _evaluated(_slots(ctx, ["n000", "n004"]))
+    assert plugin.explain(ctx, two_spines) == (
+        "6 of 6 neighbouring pipeline stage pairs were placed under different spines"
+    )

@@ -13,7 +13,7 @@ from fabricfit.api.models import Parallelism
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.request import PlacementRequest
-from fabricfit.placement.search import plan_placement
+from fabricfit.placement.search import SearchTuning, plan_placement
 from fabricfit.placement.spares import (
     NO_SPARES,
     SOURCE_SPEC,
@@ -206,7 +206,7 @@ def test_plans_avoid_spares_and_leave_them_spares(
     running are the same nodes: the choice is stable from one reconcile to the next."""
     snapshot, count = case
     request = job(data, spares=count)
-    decision = plan_placement(snapshot, request, NVL72, move_budget=50)
+    decision = plan_placement(snapshot, request, NVL72, tuning=SearchTuning(move_budget=50))
     before = spares_for(snapshot, request, NVL72, {})
     assert decision.spares.nodes == before.nodes
     # Spares are nodes that could take one of the job's pods: a tray with fewer free GPUs than

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from devcluster.jsonpatch import PatchError, apply_patch
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER, SCHEDULING_GATE, TOPOLOGY_LABEL
 from fabricfit.placement import request_from_spec
@@ -31,6 +30,7 @@ from fabricfit.policy.kueuecheck import (
     templates_gated,
     waiting_message,
 )
+from fabricfit_dev.jsonpatch import PatchError, apply_patch
 
 NOW = "2026-12-03T12:00:00Z"
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "controller": True}

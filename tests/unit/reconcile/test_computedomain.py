@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from devcluster import fakenodes
 from fabricfit.kube.rest import ApiError, path_for
 from fabricfit.reconcile import podevents, service
 from fabricfit.reconcile.inventory import slim_node
-from unit.reconcile.world import JOB_PATH, NAME, NS, World, job, topology
+from fabricfit_dev.cluster import fakenodes
+from unit.reconcile.world import JOB_PATH, NAME, NS, TT_PATH, World, job, topology
 
 DISCOVERY = "/apis/resource.nvidia.com/v1beta1"
 CDS = path_for("resource.nvidia.com/v1beta1", "computedomains", NS)
@@ -174,3 +174,15 @@ def test_a_domain_someone_else_made_is_reported_as_it_is() -> None:
     assert world.api.objects[CD]["spec"]["numNodes"] == 2
     assert (CD, "delete", None) not in world.api.writes
     assert world.status()["computeDomain"]["numNodes"] == 2
+
+
+def test_a_tpu_job_gets_no_nvidia_compute_domain() -> None:
+    """The same plan priced on a TPU fabric: the span is a torus's business, not NVLink's, so
+    the operator neither creates a ComputeDomain nor reports one."""
+    world = gb200_world()
+    world.api.objects[TT_PATH]["spec"]["fabric"] = "tpu-v5p"
+    reconcile(world)
+    assert world.condition("Planned") == ("True", "Planned")
+    assert world.api.writes_to(CDS) == []
+    assert world.status().get("computeDomain") is None
+    assert world.condition("ComputeDomain") is None

@@ -9,7 +9,6 @@ from typing import Any
 
 import jsonpatch
 
-from devcluster import fakenodes
 from fabricfit.fabric.deviceask import DEVICE_CLASS_KIND, device_ask
 from fabricfit.fabric.podclaims import TEMPLATE_KIND
 from fabricfit.fabric.snapshot import build_snapshot
@@ -18,7 +17,8 @@ from fabricfit.placement.devices import PodDevices
 from fabricfit.reconcile.devices import Step, devices_still_ours, release_onto_devices
 from fabricfit.render.claims import DELETE_PROTECTION
 from fabricfit.render.pods import is_gated, planned_node_of
-from helpers import dra
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e import dra
 
 NODE = "d-s0-g0-n0000"
 PLANNED = PodDevices(NODE, ("gpu-4", "gpu-5", "gpu-6", "gpu-7"), ("pci-0000-5e-00-0",

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from devcluster import fakenodes
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import JOB_COMPLETION_INDEX_LABEL, SCHEDULING_GATE, TOPOLOGY_LABEL
 from fabricfit.reconcile import service
 from fabricfit.reconcile.inventory import slim_node
 from fabricfit.render.pods import is_gated, planned_node_of
 from fabricfit.render.record import read_plan
+from fabricfit_dev.cluster import fakenodes
 from unit.reconcile.world import JOB_PATH, NAME, NS, World, job, pod_path, topology
 
 TRAYS = 6  # one rack; 4 trays for the job, the last 2 are its spares

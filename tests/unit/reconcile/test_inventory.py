@@ -91,6 +91,21 @@ def test_slim_pod_keeps_only_relevant_pods() -> None:
     }
 
 
+def test_slim_pod_keeps_the_scheduled_condition_of_unbound_pods_only() -> None:
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/8 nodes are available", "lastTransitionTime": "t"}  # fmt: skip
+    ready = {"type": "Ready", "status": "False"}
+    status = {"phase": "Pending", "conditions": [ready, condition]}
+    waiting = {**pod("x", None, 8), "status": status}
+    kept = slim_pod(waiting)
+    assert kept is not None and kept["status"] == {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    running = {**pod("x", "n1", 8), "status": {"phase": "Running", "conditions": [condition]}}
+    assert (slim_pod(running) or {})["status"] == {"phase": "Running"}
+
+
 def test_slim_node_survives_missing_sections() -> None:
     assert slim_node({"metadata": {"name": "n"}})["status"]["conditions"] == []
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from devcluster.memapi import merge
 from fabricfit.reconcile import service
+from fabricfit_dev.memapi import merge
 from unit.reconcile.test_admission_groups import GROUPS, LWS_API, LWS_PATH, SIZE, lws
 from unit.reconcile.world import NAME, NS, World, topology
 

@@ -159,3 +159,14 @@ def test_decide_intent_names_the_rail_group_key_and_kueue_levels_only_in_kueue_m
     spec = TrainingTopologySpec.model_validate(topology(mode="kueue-tas")["spec"])
     kueue = decide_intent(target_of(spec, None, None, ()), plan, snapshot, "native")
     assert kueue.kueue_annotations
+
+
+def test_an_advisory_plan_reserves_nothing() -> None:
+    """Advisory mode reports a plan; the scheduler places the pods wherever it likes, so other
+    plans must not be kept off the GPUs the report names."""
+    world = World(topology(mode="advisory"), (JOB_PATH, job()))
+    outcome = reconcile(world)
+    assert len(outcome.plan.pods) == 2
+    assert outcome.plan.reservation == {}
+    pinned = World(topology(mode="pinned"), (JOB_PATH, job()))
+    assert sum(reconcile(pinned).plan.reservation.values()) == 16

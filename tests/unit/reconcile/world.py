@@ -6,8 +6,6 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from devcluster import fakenodes
-from devcluster.memapi import FakeApi
 from fabricfit.api.constants import JOB_COMPLETION_INDEX_LABEL, SCHEDULING_GATE, TOPOLOGY_LABEL
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.kube.rest import path_for
@@ -20,6 +18,8 @@ from fabricfit.reconcile.context import (
     Views,
 )
 from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.memapi import FakeApi
 
 NS, NAME = "team", "llama"
 KEY = (NS, NAME)
@@ -104,11 +104,11 @@ class World:
 
     def views(self) -> Views:
         pods = [slim_pod(p) for p in self.pods]
-        tt = self.api.objects[TT_PATH]
+        tt = self.api.objects.get(TT_PATH)  # None once deleted
         return Views(
             nodes=copy.deepcopy(self.nodes),
             pods=[p for p in pods if p is not None],
-            topologies={KEY: holding_of(tt)},
+            topologies={KEY: holding_of(tt)} if tt is not None else {},
             kueue=self.kueue,
         )
 

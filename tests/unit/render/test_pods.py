@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devcluster.jsonpatch import PatchError, apply_patch
 from fabricfit.api.constants import SCHEDULING_GATE
 from fabricfit.render.pods import (
     build_pin_patch,
@@ -17,7 +16,9 @@ from fabricfit.render.pods import (
     is_gated,
     node_requirement,
     planned_node_of,
+    stuck_on,
 )
+from fabricfit_dev.jsonpatch import PatchError, apply_patch
 
 OURS = {"name": SCHEDULING_GATE}
 KUEUE = {"name": "kueue.x-k8s.io/topology"}
@@ -182,6 +183,42 @@ def test_is_gated() -> None:
     assert not is_gated(pod({"schedulingGates": [KUEUE]}))
     assert not is_gated(pod({"schedulingGates": None}))
     assert not is_gated({})
+
+
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "meta", "node"),
+    [
+        ({"affinity": required({"matchFields": [PIN]})}, [UNSCHEDULABLE], {}, "n1"),
+        # still gated: fabricfit pins it itself, it is not stuck
+        ({"affinity": required({"matchFields": [PIN]}), "schedulingGates": [OURS]},
+         [UNSCHEDULABLE], {}, None),
+        # another gate only (a user's): kube-scheduler has not tried it, so no such condition
+        ({"affinity": required({"matchFields": [PIN]}), "schedulingGates": [KUEUE]}, [], {}, None),
+        # bound after all
+        ({"affinity": required({"matchFields": [PIN]}), "nodeName": "n1"}, [UNSCHEDULABLE], {},
+         None),
+        # not pinned by fabricfit
+        ({"affinity": required({"matchExpressions": [ZONE]})}, [UNSCHEDULABLE], {}, None),
+        # being deleted
+        ({"affinity": required({"matchFields": [PIN]})}, [UNSCHEDULABLE],
+         {"deletionTimestamp": "2026-01-01T00:00:00Z"}, None),
+        # gated by the scheduler's own view: SchedulingGated is not Unschedulable
+        ({"affinity": required({"matchFields": [PIN]})},
+         [{**UNSCHEDULABLE, "reason": "SchedulingGated"}], {}, None),
+        ({"affinity": required({"matchFields": [PIN]})}, [{**UNSCHEDULABLE, "status": "True"}],
+         {}, None),
+    ],
+)  # fmt: skip
+def test_stuck_on(
+    spec: dict[str, Any], status: list[Any], meta: dict[str, Any], node: str | None
+) -> None:
+    stuck = pod(spec)
+    stuck["metadata"].update(meta)
+    stuck["status"] = {"phase": "Pending", "conditions": status}
+    assert stuck_on(stuck) == node
 
 
 # --- invariants over arbitrary pods --------------------------------------------------------

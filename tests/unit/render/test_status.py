@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devcluster import fakenodes
 from fabricfit.api.models import Parallelism, TrainingTopologySpec
 from fabricfit.api.status import MAX_REASONS, TrainingTopologyStatus
 from fabricfit.fabric.profiles import get_profile
@@ -30,6 +29,7 @@ from fabricfit.render.status import (
     spares_fields,
     timestamp,
 )
+from fabricfit_dev.cluster import fakenodes
 
 SPEC = TrainingTopologySpec.model_validate(
     {
@@ -315,3 +315,23 @@ def test_spares_are_reported_and_a_re_placement_takes_the_used_ones_out() -> Non
     assert spares_fields(spares, used=["t16"])["nodes"] == ["t17"]  # type: ignore[index]
     assert spares_fields(SpareSet()) is None
     assert TrainingTopologyStatus.model_validate({"spares": body["spares"]}).spares is not None
+
+
+def test_a_bound_above_the_prediction_is_a_reason_not_an_efficiency_of_100_percent() -> None:
+    """A plan whose lower bound exceeds its prediction (a bug in the bound) writes no
+    efficiency — the CRD keeps it in [0, 1], and 100 % would read as optimal — and says why
+    first among its reasons."""
+    broken = dataclasses.replace(
+        PLACED,
+        lower_bound=StepTimes(0.03, {"tensor": 0.025}),
+        warnings=("the lower bound (0.03 s) is not a bound here",),
+    )
+    assert broken.efficiency == pytest.approx(1.5)
+    assert broken.bound_exceeded
+    body = build_plan_status(broken, spec=SPEC, reservation={}, generation=1)
+    assert body["efficiency"] is None
+    assert body["efficiencyPercent"] is None
+    assert body["lowerBoundSeconds"] == pytest.approx(0.03)
+    assert body["reasons"][0] == "the lower bound (0.03 s) is not a bound here"
+    assert body["reasons"][1:] == list(PLACED.reasons)
+    TrainingTopologyStatus.model_validate(body)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 
 from fabricfit.api.models import Parallelism
+from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import (
     LargestFit,
     PlacementDecision,
@@ -147,3 +149,40 @@ def test_svg_boxes_the_trays_of_an_nvl72_rack_as_its_nvlink_domain() -> None:
     assert len(boxes) == 2 and not [e for e in root.iter(f"{SVG}rect") if e.get("class") == "rack"]
     assert sum(label.startswith("NVLink domain nvl-") for label in labels) == 2
     assert any(label.endswith(": 18 trays") and "rack rack-0" in label for label in labels)
+
+
+# A lower bound on the advance of a 10 px sans-serif glyph, for labels the SVG gives no
+# textLength (Helvetica's digits are 5.56 px, its lowercase letters 5.0 px on average).
+NARROWEST_MEAN_GLYPH_PX = 4.5
+
+
+def _renamed(snapshot: ClusterSnapshot, names: dict[str, str]) -> ClusterSnapshot:
+    nodes = tuple(dataclasses.replace(n, name=names.get(n.name, n.name)) for n in snapshot.nodes)
+    return dataclasses.replace(snapshot, nodes=nodes)
+
+
+def test_long_node_names_end_before_the_gpu_squares() -> None:
+    """A 63-character node name (the longest a hostname label holds) once ran over its row's
+    GPU squares; from the SVG's own coordinates, every node label ends before the first
+    square of its row, and the full name is the label's tooltip."""
+    long_name = "gke-a3-ultra-training-pool-7f3c9e2b-worker-node-x7k2p-0123456789"[:63]
+    names = {"n000": long_name, "n001": long_name[:-1] + "q"}
+    snapshot = _renamed(make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=4), names)
+    decision = _decision([long_name, long_name[:-1] + "q", "n002", "n003"], pipeline=1, data=4)
+    root = ET.fromstring(build_svg(decision, snapshot))
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "node"]
+    assert len(labels) == 4
+    squares = [r for r in root.iter(f"{SVG}rect") if r.get("width") == r.get("height") == "16"]
+    for label in labels:
+        x, y = float(label.get("x") or 0), float(label.get("y") or 0)
+        row = [float(r.get("x") or 0) for r in squares if float(r.get("y") or 0) == y - 12]
+        assert row, "every node row has its GPU squares"
+        text = label.text or ""
+        fitted = label.get("textLength")
+        width = float(fitted) if fitted else len(text) * NARROWEST_MEAN_GLYPH_PX
+        assert x + width <= min(row), (text, x + width, min(row))
+        tooltip = label.find(f"{SVG}title")
+        full = tooltip.text if tooltip is not None else text
+        assert full in (long_name, long_name[:-1] + "q", "n002", "n003")
+        if full != text:
+            assert text.endswith("…") and full.startswith(text[:-1])

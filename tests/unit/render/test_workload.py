@@ -21,6 +21,7 @@ from fabricfit.api.constants import (
 )
 from fabricfit.render.workload import (
     Mode,
+    build_released_template,
     build_template_patch,
     build_workload_labels,
     merge_diff,
@@ -322,3 +323,28 @@ json_objects = st.recursive(
 @given(json_objects, json_objects)
 def test_merge_diff_round_trips(old: dict[str, Any], new: dict[str, Any]) -> None:
     assert _merge(old, merge_diff(old, new)) == new
+
+
+def test_a_released_template_loses_only_our_gate() -> None:
+    rendered = build_template_patch(
+        topology_name="job",
+        mode="pinned",
+        queue_name=None,
+        rail_group_key=RAIL,
+        kueue_annotations={},
+        template={"spec": {"schedulingGates": [{"name": "example.com/quota"}]}},
+    )
+    released = build_released_template(rendered)
+    assert released["spec"]["schedulingGates"] == [{"name": "example.com/quota"}]
+    assert released["metadata"] == rendered["metadata"]  # the label stays
+    assert released["spec"]["affinity"] == rendered["spec"]["affinity"]  # preferred only
+    alone = build_template_patch(
+        topology_name="job",
+        mode="pinned",
+        queue_name=None,
+        rail_group_key=None,
+        kueue_annotations={},
+        template={"spec": {}},
+    )
+    assert "schedulingGates" not in build_released_template(alone)["spec"]
+    assert build_released_template(released) == released

@@ -18,6 +18,7 @@ from fabricfit.simulation import (
     WAIT_IF_FASTER,
     Placed,
     Replay,
+    Rules,
     TraceError,
     parse_trace,
     replay,
@@ -50,6 +51,7 @@ def run(
     *,
     fabric: str = PROFILE.name,
     queue_policy: str = STRICT_FIFO,
+    contention: bool = False,
     **cluster: Any,
 ) -> Replay:
     return replay(
@@ -58,7 +60,7 @@ def run(
         get_profile(fabric),
         placer=PLACERS[placer],
         name=placer,
-        queue_policy=queue_policy,
+        rules=Rules(queue_policy=queue_policy, contention=contention),
     )
 
 
@@ -71,7 +73,10 @@ def run(
         ({"jobs": [{"arrival": 0, "gpusPerPod": 1, "parallelism": {}}]}, "duration is required"),
         ({"jobs": [job("a", -1, 1, 10)]}, "arrival must be at least 0"),
         ({"jobs": [job("a", 0, 1, 0)]}, "duration must be positive"),
-        ({"jobs": [job("a", 0, 1, 10, gpusPerPod=3)]}, "gpusPerPod 3 does not divide"),
+        ({"jobs": [job("a", 0, 1, 10, gpusPerPod=3)]}, "is not a multiple of gpusPerPod"),
+        ({"jobs": [job("a", 0, 1, 10, rankOrder="pp-dp")]}, "rankOrder: is not in the expected"),
+        ({"jobs": [job("a", 0, 1, 10, gpusPerPod=None)]}, "gpusPerPod: must be a whole number"),
+        ({"jobs": [{"arrival": 0, "duration": 1, "parallelism": {}}]}, "gpusPerPod is required"),
         ({"jobs": [job("a", 0, 1, 10, colour="red")]}, "unknown field 'colour'"),
         ({"jobs": [job("a", 0, 1, 10), job("a", 1, 1, 10)]}, "job name 'a' appears twice"),
         ({"jobs": [job("a", 0, 1, 10, parallelism={"tensor": 0})]}, "parallelism.tensor"),
@@ -307,3 +312,34 @@ def test_any_trace_replays_within_capacity(trace: list[dict[str, Any]], policy: 
         assert result.held_jobs == result.backfilled_jobs == 0
         starts = [r.start for r in result.jobs if r.start is not None]
         assert starts == sorted(starts)  # nobody overtakes under strict FIFO
+
+
+def test_with_contention_a_start_slows_itself_and_the_job_it_shares_links_with() -> None:
+    """Two half-node jobs spread over two one-NIC nodes share every NIC and leaf uplink: with
+    contention the second pays the first's traffic, and the first's end moves later."""
+    jobs = [
+        job("a", 0, 8, 100, gpusPerPod=4, parallelism={"tensor": 4, "data": 2}),
+        job("b", 1, 8, 100, gpusPerPod=4, parallelism={"tensor": 4, "data": 2}),
+    ]
+    shape: dict[str, Any] = {"rail_groups_per_spine": 2, "nodes_per_rail_group": 1, "rails": 1}
+    off = run(jobs, "spread", fabric=RAIL_ONLY, **shape)
+    on = run(jobs, "spread", fabric=RAIL_ONLY, contention=True, **shape)
+    assert (off.contention, on.contention) == (False, True)
+    a_off, b_off = off.jobs
+    a_on, b_on = on.jobs
+    assert a_off.contention_gpu_seconds == b_off.contention_gpu_seconds == 0.0
+    assert b_on.step_comm_seconds > b_off.step_comm_seconds  # b priced next to a
+    assert b_on.contention_gpu_seconds == pytest.approx(
+        8 * 100 * (b_on.step_comm_seconds - b_off.step_comm_seconds)
+    )
+    assert a_on.step_comm_seconds == a_off.step_comm_seconds  # a started alone...
+    assert a_on.end is not None and a_off.end is not None and a_on.end > a_off.end  # ...b slowed it
+    assert a_on.comm_gpu_seconds - a_off.comm_gpu_seconds == pytest.approx(
+        a_on.contention_gpu_seconds
+    )
+    assert a_on.contention_gpu_seconds == pytest.approx(8 * (a_on.end - a_off.end))
+    assert summarize(on).contention_gpu_seconds == pytest.approx(
+        a_on.contention_gpu_seconds + b_on.contention_gpu_seconds
+    )
+    assert a_on.shares_links and b_on.shares_links and not a_off.shares_links
+    assert on.busiest_link_share > 0 and off.busiest_link_share == 0.0

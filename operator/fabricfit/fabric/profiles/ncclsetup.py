@@ -101,8 +101,7 @@ def _canonical(what: str, item: object, names: Sequence[str]) -> str:
     for name in names:
         if isinstance(item, str) and item.lower() == name.lower():
             return name
-    shown = shorten(item) if isinstance(item, str) else repr(item)
-    raise NcclSetupError(f"{what}: unknown name {shown} (one of {', '.join(names)})")
+    raise NcclSetupError(f"{what}: unknown name {shorten(item)} (one of {', '.join(names)})")
 
 
 def parse_algorithms(value: object) -> tuple[str, ...]:
@@ -113,7 +112,7 @@ def parse_algorithms(value: object) -> tuple[str, ...]:
     if "Ring" not in enabled:
         raise NcclSetupError(
             "profile field 'nccl_algorithms' must enable Ring (NCCL has no other algorithm "
-            f"for broadcast and reduce), got {value!r}"
+            f"for broadcast and reduce), got {shorten(value)}"
         )
     return enabled
 
@@ -163,7 +162,7 @@ def parse_version(value: object) -> str:
     if not isinstance(value, str) or not _RELEASE.fullmatch(value.strip()):
         raise NcclSetupError(
             f"profile field 'nccl_version' must be an NCCL release like \"2.26.2\" (quoted), "
-            f"got {value!r}"
+            f"got {shorten(value)}"
         )
     return value.strip()
 

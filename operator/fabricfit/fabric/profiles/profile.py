@@ -24,7 +24,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   ``alltoall_decay``), the fill of an intra-node p2p channel's chunk pipeline
   (``p2p_fill_chunks``), and the host's launch time per GPU and per channel of the call
   (``launch_us_per_gpu``, ``launch_us_per_channel``, only for reading nccl-tests runs where one
-  thread drives several GPUs). Their defaults are NCCL's own
+  thread drives several GPUs), and the decay of scale-out bandwidth with the domains a group
+  spans (``scaleout_decay``, 0 on every preset; fitted by ``fabricfit calibrate`` on a
+  cluster's runs at several node counts). Their defaults are NCCL's own
   constants or neutral values, so a profile written before they existed still loads and means
   the same;
 * optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
@@ -42,7 +44,12 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
 * optional ``spare_nodes_per_nvlink_domain``: an operating policy rather than a hardware number,
   the nodes (trays) of every multi-node NVLink domain the planner keeps free as spares for
   failover and maintenance (``placement.spares``; a TrainingTopology may override it). 0, the
-  default, keeps none; it must stay below the nodes a domain holds.
+  default, keeps none; it must stay below the nodes a domain holds;
+* optional ``gpu_peak_tflops`` (dense BF16 per GPU) and ``mfu``: how long a step computes, so
+  how much of it a job's traffic occupies the links it shares (:mod:`fabricfit.contention`),
+  and ``nic_sharing_efficiency`` / ``fabric_sharing_efficiency``: the share of a saturated NIC
+  port or switch-to-switch link that competing flows get together (fitted on published
+  measurements of jobs sharing links; ``docs/concepts/contention.md``).
 
 Profiles are hashable and compare by value, so the cost model can cache on them; the hash is
 computed once because the placement search hashes the same profile millions of times.
@@ -55,6 +62,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 DEFAULT_BUFFSIZE = 1 << 22  # NCCL's Simple buffer when NCCL_BUFFSIZE is not set (init.cc:813)
+# GPUs under one set of rail leaves: a DGX SuperPOD scalable unit, 32 nodes x 8 GPUs under 8
+# rail leaves (scaling-book gpus.md); traffic between rail groups climbs to the spine.
+RAIL_GROUP_GPUS = 256
+# Fitted sharing efficiencies (see FabricProfile; a unit test re-fits them from the fixture).
+NIC_SHARING_EFFICIENCY = 0.98
+FABRIC_SHARING_EFFICIENCY = 0.896
 
 
 class ProfileError(ValueError):
@@ -133,6 +146,10 @@ class FabricProfile:
     # domains reach, and the exponent of all-to-all's decay with more (× (2/domains)^decay).
     alltoall_efficiency: float = 1.0
     alltoall_decay: float = 0.0
+    # Scale-out bandwidth's decay with the NVLink domains a group spans beyond two: each NIC
+    # reaches × (2/domains)^decay (congestion above the leaf, stragglers). 0 on every preset:
+    # nothing published derives it; ``fabricfit calibrate`` fits it from a cluster's own runs.
+    scaleout_decay: float = 0.0
     # p2p inside a node (send/recv, all-to-all): chunk times to fill the copy-in/copy-out
     # pipeline of each channel's FIFO (one chunk: the receiver waits for the first one).
     p2p_fill_chunks: float = 1.0
@@ -159,6 +176,18 @@ class FabricProfile:
     nccl_buffsize: int = DEFAULT_BUFFSIZE
     # Nodes of each multi-node NVLink domain kept free as spares (placement.spares); policy.
     spare_nodes_per_nvlink_domain: int = 0
+    # The compute side of a step, for the duty cycle of a job's traffic (fabricfit.contention):
+    # dense BF16 peak per GPU in TFLOP/s (0 = unknown: the job is taken to communicate all the
+    # time) and the model FLOPs utilisation training reaches (Llama 3, arXiv:2407.21783 §3.3.2:
+    # 38-43 % BF16 MFU on up to 16K H100s).
+    gpu_peak_tflops: float = 0.0
+    mfu: float = 0.4
+    # Link sharing (fabricfit.contention): the fraction of a link's line rate that competing
+    # flows get together once they saturate it, on a NIC port and on a switch-to-switch link.
+    # Fitted by ``benchmarks/contention_accuracy.py --fit`` on published measurements (rows in
+    # tests/fixtures/contention): NIC on gb10 G2+G3, fabric on gb10 G1 + MCCS setting 1.
+    nic_sharing_efficiency: float = NIC_SHARING_EFFICIENCY
+    fabric_sharing_efficiency: float = FABRIC_SHARING_EFFICIENCY
     torus: TorusSpec | None = None
     description: str = ""
     sources: tuple[str, ...] = ()
@@ -185,6 +214,13 @@ class FabricProfile:
     def nodes_per_nvlink_domain(self) -> int:
         """Nodes one NVLink domain holds (18 GB200 trays; 1 for an 8-GPU node)."""
         return max(1, self.gpus_per_nvlink_domain // max(1, self.gpus_per_node))
+
+    @property
+    def nodes_per_rail_group(self) -> int:
+        """Nodes under one set of rail leaves: :data:`RAIL_GROUP_GPUS` rounded up to whole NVLink
+        domains (a domain never straddles two rail groups)."""
+        domains = max(1, -(-RAIL_GROUP_GPUS // max(1, self.gpus_per_nvlink_domain)))
+        return domains * self.nodes_per_nvlink_domain
 
     @property
     def is_torus(self) -> bool:

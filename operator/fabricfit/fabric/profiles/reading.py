@@ -18,9 +18,9 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
+from fabricfit.fabric.documents import DocumentError, load_document
 from fabricfit.fabric.names import unknown_name
+from fabricfit.fabric.objects import kind_of, shorten
 from fabricfit.fabric.profiles.ncclsetup import (
     BUFFSIZE_RANGE,
     NcclSetupError,
@@ -65,8 +65,13 @@ OPTIONAL_RANGES: Mapping[str, tuple[float, float]] = MappingProxyType(
         "launch_us_per_channel": (0.0, 100.0),
         "alltoall_efficiency": (0.01, 1.0),
         "alltoall_decay": (0.0, 4.0),
+        "scaleout_decay": (0.0, 4.0),
         "p2p_fill_chunks": (0.0, 1_000.0),
         "net_plugin_latency_us": (0.0, 10_000.0),
+        "gpu_peak_tflops": (0.0, 1_000_000.0),
+        "mfu": (0.01, 1.0),
+        "nic_sharing_efficiency": (0.05, 1.0),
+        "fabric_sharing_efficiency": (0.05, 1.0),
     }
 )
 # Optional integer fields, as above.
@@ -99,7 +104,7 @@ _TORUS_KEYS = tuple(f.name for f in fields(TorusSpec))
 def _number(doc: Mapping[str, Any], key: str, *, low: float, high: float) -> float:
     value = doc.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ProfileError(f"profile field {key!r} must be a number, got {value!r}")
+        raise ProfileError(f"profile field {key!r} must be a number, got {shorten(value)}")
     try:
         number = float(value)
     except OverflowError:
@@ -112,7 +117,7 @@ def _number(doc: Mapping[str, Any], key: str, *, low: float, high: float) -> flo
 def _integer(doc: Mapping[str, Any], key: str, *, low: int, high: int) -> int:
     value = doc.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ProfileError(f"profile field {key!r} must be an integer, got {value!r}")
+        raise ProfileError(f"profile field {key!r} must be an integer, got {shorten(value)}")
     if not low <= value <= high:
         raise ProfileError(f"profile field {key!r} must be within [{low}, {high}], got {value}")
     return value
@@ -158,7 +163,7 @@ def _optional(doc: Mapping[str, Any]) -> dict[str, Any]:
 def _flag(doc: Mapping[str, Any], key: str) -> bool:
     value = doc.get(key)
     if not isinstance(value, bool):
-        raise ProfileError(f"profile field {key!r} must be true or false, got {value!r}")
+        raise ProfileError(f"profile field {key!r} must be true or false, got {shorten(value)}")
     return value
 
 
@@ -166,7 +171,7 @@ def _choice(doc: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str:
     value = doc.get(key)
     if value not in allowed:
         raise ProfileError(
-            f"profile field {key!r} must be one of {', '.join(allowed)}, got {value!r}"
+            f"profile field {key!r} must be one of {', '.join(allowed)}, got {shorten(value)}"
         )
     return str(value)
 
@@ -174,16 +179,18 @@ def _choice(doc: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str:
 def _parse_torus(doc: Any) -> TorusSpec:
     if not isinstance(doc, Mapping):
         raise ProfileError("profile field 'torus' must be a mapping")
-    unknown = sorted(set(doc) - set(_TORUS_KEYS))
+    unknown = sorted(str(k) for k in doc if k not in _TORUS_KEYS)
     if unknown:
-        raise ProfileError(f"unknown torus field {unknown[0]!r}")
+        raise ProfileError(f"unknown torus field {shorten(unknown[0])}")
     dims = doc.get("dims")
     if (
         not isinstance(dims, list | tuple)
         or not 1 <= len(dims) <= 3
         or not all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 64 for d in dims)
     ):
-        raise ProfileError(f"torus field 'dims' must be 1 to 3 integers in [1, 64], got {dims!r}")
+        raise ProfileError(
+            f"torus field 'dims' must be 1 to 3 integers in [1, 64], got {shorten(dims)}"
+        )
     return TorusSpec(
         dims=tuple(int(d) for d in dims),
         ici_link_gb_per_s=_number(doc, "ici_link_gb_per_s", low=0.1, high=10_000),
@@ -210,13 +217,13 @@ def _parse_profile(doc: Any) -> FabricProfile:
     allowed = {*_GPU_REQUIRED, *_OPTIONAL}
     unknown = sorted(str(k) for k in doc if k not in allowed)
     if unknown:
-        raise ProfileError(f"unknown profile field {unknown[0]!r}")
+        raise ProfileError(f"unknown profile field {shorten(unknown[0])}")
     missing = [k for k in _GPU_REQUIRED if k not in doc]
     if missing:
         raise ProfileError(f"profile is missing field {missing[0]!r}")
     name = doc["name"]
     if not isinstance(name, str) or not name or len(name) > 63:
-        raise ProfileError(f"profile field 'name' must be a non-empty string, got {name!r}")
+        raise ProfileError(f"profile field 'name' must be a non-empty string, got {shorten(name)}")
     arch = _choice(doc, "arch", ARCHES)
     torus = _parse_torus(doc["torus"]) if doc.get("torus") is not None else None
     if (arch == "tpu") != (torus is not None):
@@ -292,13 +299,17 @@ def _check_consistency(profile: FabricProfile) -> None:
 
 
 def load_profile(text: str) -> FabricProfile:
-    """Parse and validate a custom profile from YAML text; ProfileError on any problem."""
+    """Parse and validate a custom profile from YAML text; ProfileError on any problem.
+
+    The text goes through the bounded loader every other input takes
+    (:func:`fabricfit.fabric.documents.load_document`: alias expansion, integer digits, explicit
+    tags and nesting are limited, every failure one line), so a profile file, ``--fabric-dir``
+    and the operator's profile ConfigMap cannot make it hang or fill memory."""
+    if not isinstance(text, str):
+        raise ProfileError(f"profile is not YAML text, got {kind_of(text)}")
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        first = str(err).splitlines()[0] if str(err) else "syntax error"
-        raise ProfileError(f"profile is not valid YAML: {first}") from None
-    except (TypeError, ValueError, AttributeError) as err:  # non-str input, odd encodings
+        doc = load_document(text, "the profile")
+    except DocumentError as err:
         raise ProfileError(f"profile is not valid YAML: {err}") from None
     return _parse_profile(doc)
 

@@ -9,6 +9,7 @@ from fabricfit.placement.plugins.base import Evaluated, PlanContext, Plugin
 from fabricfit.placement.plugins.communication import CommunicationTime
 from fabricfit.placement.plugins.data_locality import DataLocality
 from fabricfit.placement.plugins.fragmentation import Fragmentation
+from fabricfit.placement.plugins.neighbour_impact import NeighbourImpact
 from fabricfit.placement.plugins.pipeline_spread import PipelineSpread
 from fabricfit.placement.plugins.tensor_domain import TensorDomain
 
@@ -18,6 +19,7 @@ DEFAULT_PLUGINS: tuple[Plugin, ...] = (
     DataLocality(),
     Fragmentation(),
     PipelineSpread(),
+    NeighbourImpact(),
 )
 REGISTRY: Mapping[str, Plugin] = MappingProxyType({p.name: p for p in DEFAULT_PLUGINS})
 

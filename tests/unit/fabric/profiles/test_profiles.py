@@ -170,7 +170,7 @@ def _edit(preset: str, **changes: object) -> str:
         (_edit("dgx-h100", nccl_protocols=7), "must be a list of names or NCCL's string"),
         (_edit("dgx-h100", nccl_algorithms="allreduce:tree"), "per-collective lists"),
         (_edit("dgx-h100", nccl_algorithms=["Tree", "NVLS"]), "must enable Ring"),
-        (_edit("dgx-h100", nccl_algorithms=[["Ring"]]), "unknown name \\['Ring'\\]"),
+        (_edit("dgx-h100", nccl_algorithms=[["Ring"]]), "unknown name a list \\(one of"),
         (_edit("dgx-h100", nvls_enabled="0"), "'nvls_enabled' must be true or false"),
         (_edit("tpu-v4", nccl_protocols=["Simple"]), "TPU profile .* takes none of them"),
         (_edit("dgx-h100", net_plugin_latency_us=-1), "must be within \\[0.0, 10000.0\\]"),
@@ -398,3 +398,70 @@ def test_nccl_version_is_a_quoted_release(value: str, ok: bool) -> None:
 def test_a_tpu_profile_names_no_nccl_release() -> None:
     with pytest.raises(ProfileError, match="nccl_version"):
         load_profile(preset_text("tpu-v5e") + 'nccl_version: "2.26.2"\n')
+
+
+def _laughs(levels: int) -> str:
+    """Anchors ``a``…: ``a`` lists ten strings, each next one ten aliases of the one before."""
+    chain = ["&a [x, x, x, x, x, x, x, x, x, x]"]
+    for prev, name in list(zip("abcdefghij", "bcdefghijk", strict=True))[: levels - 1]:
+        chain.append(f"&{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    return "[" + ", ".join(chain) + "]"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        # a billion laughs in a field: the bounded loader refuses it before anything walks it
+        ({"name": "LAUGHS9"}, "YAML aliases expand the document by more than 1,000,000 values"),
+        # ten million values were within reach of a message that printed the value's repr
+        ({"arch": "LAUGHS7"}, "YAML aliases expand the document by more than 1,000,000 values"),
+        ({"nvls": "!!bool maybe"}, r"line \d+, column 7: 'maybe' is not a valid !!bool"),
+        ({"gpus_per_node": "!!float x"}, "'x' is not a valid !!float"),
+        ({"arch": "2020-01-01"}, "'arch' must be one of ampere, hopper, blackwell, tpu, got a ti"),
+        ({"arch": "!!binary aGVsbG8="}, "'arch' must be one of .*, got binary data$"),
+        ({"arch": "!!set {a, b}"}, "'arch' must be one of .*, got a set$"),
+        ({"gpus_per_node": "9" * 5000}, "a number has more than 100 digits"),
+        ({"name": "[" * 3000 + "]" * 3000}, "nesting"),
+        (
+            {"nccl_version": "[a, b]"},
+            'must be an NCCL release like "2.26.2" \\(quoted\\), got a list$',
+        ),
+    ],
+    ids=[
+        "billion-laughs",
+        "ten-million",
+        "bool-tag",
+        "float-tag",
+        "date",
+        "binary",
+        "set",
+        "digits",
+        "nesting",
+        "version-list",
+    ],
+)
+def test_hostile_profiles_are_one_short_line(changes: dict[str, str], message: str) -> None:
+    """Profile text reaches fabricfit from --fabric-file, --fabric-dir and the operator's
+    profile ConfigMap; it takes the bounded loader of every other input: a billion-laughs
+    profile once took 40 s and 1.6 GB, a tag exit 3 (KeyError), and values printed as Python
+    reprs (``datetime.date(2020, 1, 1)``, ``b'hello'``)."""
+    lines = preset_text("dgx-h100").splitlines()
+    for key, value in changes.items():
+        written = value.replace("LAUGHS9", _laughs(9)).replace("LAUGHS7", _laughs(7))
+        index = next((i for i, line in enumerate(lines) if line.startswith(f"{key}:")), None)
+        if index is None:
+            lines.append(f"{key}: {written}")
+        else:
+            lines[index] = f"{key}: {written}"
+    text = "\n".join(lines) + "\n"
+    with pytest.raises(ProfileError, match=message) as err:
+        load_profile(text)
+    assert "\n" not in str(err.value)
+    assert len(str(err.value)) < 300
+
+
+def test_a_profile_is_one_yaml_document() -> None:
+    text = preset_text("dgx-h100")
+    with pytest.raises(ProfileError, match="holds 2 YAML documents, expected one"):
+        load_profile(text + "---\n" + text)
+    assert load_profile("---\n" + text) == PRESETS["dgx-h100"]

@@ -1,1 +1,0 @@
-"""Helpers shared by tests (importable because tests/conftest.py puts tests/ on sys.path)."""
