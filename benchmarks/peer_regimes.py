@@ -10,7 +10,9 @@ rail group), empty, 24 % or 50 % of GPUs held by seeded tenant pods of 1-8 GPUs.
 fabricfit's plan (``plan_placement``) and the Kueue TAS BestFit emulation
 (``fabricfit.placement.peers.kueue_bestfit``: preferred at the rail-group level, ranks in
 lexicographic order of the pods' topology values) are priced by the same cost model on the same
-snapshot. ``BF/ours`` > 1 means fabricfit predicts less step communication; ``bound`` is the
+snapshot, both on the GPUs the device plugin hands out (``placement.handout``: the job is not
+enforced; ``enforced_edge.py`` compares with device-exact plans). ``BF/ours`` > 1 means
+fabricfit predicts less step communication; ``bound`` is the
 cost model's lower bound for the job on that hardware. Predictions, not measurements.
 """
 
@@ -23,9 +25,11 @@ import placement as bench  # the script's own directory is sys.path[0]
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.placement.costing import StepModel
+from fabricfit.placement.handout import Handout
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.scoring import price_slots
 from fabricfit.placement.search import plan_placement
 from fabricfit.placement.slots import build_leaf_domains
 
@@ -83,7 +87,9 @@ def ratios_for(fabric: str) -> list[tuple[str, float, float, float, float]]:
             if peer is None or decision.predicted is None or decision.lower_bound is None:
                 continue
             model = StepModel(snapshot, layout, request, profile)
-            theirs = model.predict(model.rank_slots(peer)).step_comm_seconds
+            # The emulation's pods get the device plugin's GPUs (placement.handout), as the
+            # plan, not enforced by default, is priced on them too.
+            theirs = price_slots(model, Handout(domains), peer).predicted.step_comm_seconds
             ours = decision.predicted.step_comm_seconds
             bound = decision.lower_bound.step_comm_seconds
             rows.append((f"{occupancy:.0%} used, {job.label}", ours, theirs, theirs / ours, bound))

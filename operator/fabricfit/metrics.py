@@ -47,6 +47,7 @@ EXPORTED_NAMES: tuple[str, ...] = (
     "fabricfit_predicted_decode_token_comm_seconds",
     "fabricfit_predicted_prefill_comm_seconds",
     "fabricfit_predicted_kv_transfer_seconds",
+    "fabricfit_gpu_choice_enforced",
     "fabricfit_schedulable_gpus",
     "fabricfit_free_gpus",
     "fabricfit_nodes_without_topology",
@@ -162,6 +163,13 @@ class OperatorMetrics:
             "paired TrainingTopology (on the side planned second).",
             JOB,
         )
+        self.gpu_choice = self._gauge(
+            "fabricfit_gpu_choice_enforced",
+            "1 when fabricfit makes the cluster use the GPUs it planned (DRA claims it "
+            "allocates), 0 when the device plugin or kube-scheduler picks them (not enforced: "
+            "priced on what they hand out).",
+            JOB,
+        )
 
     def _define_cluster_metrics(self) -> None:
         self.schedulable_gpus = self._gauge(
@@ -270,6 +278,9 @@ class OperatorMetrics:
         _set_or_remove(self.decode_token, job, predicted.get("decodeTokenCommSeconds"))
         _set_or_remove(self.prefill, job, predicted.get("prefillCommSeconds"))
         _set_or_remove(self.kv_transfer, job, predicted.get("kvTransferSeconds"))
+        choice = status.get("gpuChoice")
+        enforced = None if choice is None else float(choice == "enforced")
+        _set_or_remove(self.gpu_choice, job, enforced)
 
     def set_quality(
         self, job: tuple[str, str], quality: PlanQuality | None, groups: Mapping[str, int]
@@ -307,6 +318,7 @@ class OperatorMetrics:
             self.decode_token,
             self.prefill,
             self.kv_transfer,
+            self.gpu_choice,
         )
 
     def jobs(self) -> set[tuple[str, str]]:

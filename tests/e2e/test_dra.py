@@ -8,8 +8,10 @@ suspended Indexed Job whose pods claim 8 GPUs each through one ResourceClaimTemp
 ``nvidia.com/gpu`` request, no ``gpusPerPod`` in the spec) is placed by fabricfit in pinned mode.
 What the cluster shows afterwards is asserted: the plan leaves out the node the other claim
 holds and keeps both pods in one rail group, every pod is bound to its planned node, and every
-pod's ResourceClaim was allocated by kube-scheduler 8 devices of that node's pool
-(``status.allocation``); ``status.gpuAllocation`` says the scheduler picked the devices.
+pod's ResourceClaim was allocated 8 devices of that node's pool (``status.allocation``): the
+claim asks for whole GPUs of a known DeviceClass, so fabricfit allocates it itself
+(``gpuChoice`` enforced, the devices ``status.pods`` names; ``test_dra_devices.py`` checks the
+device choice and the NICs in detail).
 """
 
 from __future__ import annotations
@@ -201,7 +203,9 @@ def test_pinned_job_claiming_gpus_binds_where_planned_with_devices_allocated(
     status = placed["status"]
     assert status["gpusPerPod"] == 8
     assert status["gpuAllocation"]["claims"] == ["ResourceClaimTemplate/eight-gpus"]
-    assert "kube-scheduler's DRA allocator picks the devices" in status["gpuAllocation"]["message"]
+    assert status["gpuChoice"] == "enforced"
+    assert "allocates each pod's claim" in status["gpuAllocation"]["message"]
+    named = {p["index"]: p["devices"] for p in status["pods"]}
 
     pods = wait_bound(core, namespace, "dra-train", 2)
     for index, pod in pods.items():
@@ -211,5 +215,19 @@ def test_pinned_job_claiming_gpus_binds_where_planned_with_devices_allocated(
         results = claim["status"]["allocation"]["devices"]["results"]
         assert len(results) == 8
         assert {(r["driver"], r["pool"]) for r in results} == {("gpu.nvidia.com", plan[index])}
+        assert [r["device"] for r in results] == named[index]
         assert [u["name"] for u in claim["status"]["reservedFor"]] == [pod.metadata.name]
     assert read_topology(custom, namespace, "dra-train")["status"]["summary"] == "Placed"
+    # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
+    # its claims' classes vanish and rewrite its status, in whatever test runs next.
+    custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,
+                                           "trainingtopologies", "dra-train")  # fmt: skip
+    wait_for(
+        lambda: (
+            not custom.list_namespaced_custom_object(
+                "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies"
+            )["items"]
+        ),
+        timeout_seconds=60,
+        what="the TrainingTopology deleted",
+    )

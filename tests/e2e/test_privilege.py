@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from fabricfit_dev.chart import CHART, helm, is_hook, kube_version
-from fabricfit_dev.e2e import kueue
+from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e import dra, kueue
 from fabricfit_dev.e2e.computedomain import CD, GB200, installed_crd, tray_job
 from fabricfit_dev.e2e.held import bound, held_job, pinned, tenant
 from fabricfit_dev.e2e.objects import (
@@ -62,6 +63,11 @@ UNEXERCISED: dict[Grant, str] = {
         )
         for verb in ("get", "patch")
     },
+    ("resource.k8s.io", "resourceclaims/binding", "update"): (
+        "a synthetic subresource: Kubernetes 1.36 checks it when a status write changes a "
+        "claim's allocation or reservedFor (the resourceclaims/status update here), and no "
+        "request names it"
+    ),
 }
 
 
@@ -165,6 +171,7 @@ def test_chart_rbac_is_exactly_what_the_operator_uses(
     offset = audit_offset(directory)
     make_pool(core, "priv", nodes_per_rail_group=4)
     make_pool(core, "privcd", **GB200)
+    make_pool(core, "privapps", rail_groups_per_spine=1, nodes_per_rail_group=2)
     kueue_operator.stop()
     mine = MeteredOperator(credentials, tmp_path / "op", "--all-namespaces")
     try:
@@ -172,6 +179,7 @@ def test_chart_rbac_is_exactly_what_the_operator_uses(
             mine.start()
             run_every_request_path(core, custom, batch, namespace)
             run_kueue_and_gb200_paths(custom, batch, namespace)
+            run_served_kinds_paths(custom, batch, namespace)
             assert mine.alive()
     finally:
         mine.stop()
@@ -263,6 +271,7 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
     waiting = wait_condition(custom, ns, "dra", "Planned", "False")
     assert waiting["status"]["gpuAllocation"]["claims"] == ["ResourceClaimTemplate/gpus"]
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "dra")
+    place_on_devices(core, custom, batch, ns)
     # Deletion releases and ungates (TrainingTopology finalizer, pod patches).
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "pp")
     custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "priv")
@@ -271,6 +280,41 @@ def run_every_request_path(core: Any, custom: Any, batch: Any, ns: str) -> None:
         60,
         what="TrainingTopologies released",
     )
+
+
+def place_on_devices(core: Any, custom: Any, batch: Any, ns: str) -> None:
+    """Device-exact placement on a DRA-only pool: the pod's own claim is read, given the
+    delete-protection finalizer, allocated (status) and every claim listed again, before the
+    gate is lifted; the DeviceClass its template names is read."""
+    from kubernetes.client.exceptions import ApiException
+
+    fabric = fakenodes.FakeFabric(
+        prefix="privdra", pool="privdra", rail_groups_per_spine=1, nodes_per_rail_group=2
+    )
+    names = fakenodes.create_nodes(core, dra.dra_nodes(fakenodes.node_manifests(fabric)))
+    fakenodes.wait_ready(core, names)
+    created: list[tuple[str, str]] = []
+    try:
+        for body in [dra.GPU_CLASS, *(s for n in names for s in dra.node_slices(n, nics=False))]:
+            plural = "deviceclasses" if body["kind"] == "DeviceClass" else "resourceslices"
+            try:
+                custom.create_cluster_custom_object("resource.k8s.io", "v1", plural, body)
+                created.append((plural, body["metadata"]["name"]))
+            except ApiException as err:
+                if err.status != 409:
+                    raise
+        job = indexed_job("drx", 1, "privdra")
+        dra.claiming(job["spec"]["template"]["spec"], "gpus", entry="gpus")
+        batch.create_namespaced_job(ns, job)
+        tt = topology("drx", "drx", {"tensor": 8})
+        del tt["spec"]["gpusPerPod"]
+        custom.create_namespaced_custom_object(*TT[:2], ns, TT[2], tt)
+        placed = wait_condition(custom, ns, "drx", "Placed", "True")
+        assert placed["status"]["gpuChoice"] == "enforced"
+        custom.delete_namespaced_custom_object(*TT[:2], ns, TT[2], "drx")
+    finally:
+        for plural, name in reversed(created):
+            custom.delete_cluster_custom_object("resource.k8s.io", "v1", plural, name)
 
 
 def run_kueue_and_gb200_paths(custom: Any, batch: Any, ns: str) -> None:
@@ -307,3 +351,41 @@ def run_kueue_and_gb200_paths(custom: Any, batch: Any, ns: str) -> None:
             60,
             what="the admission-check TrainingTopology released",
         )
+
+
+def served(kind: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A one-replica served model of ``kind`` (StatefulSet or Deployment) and its topology; the
+    template has the gate but not fabricfit's label, so the operator patches the workload."""
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {
+            "schedulingGates": [{"name": "fabricfit.dev/placement"}],
+            "nodeSelector": {"fabricfit.dev/pool": "privapps"},
+            "containers": [{"name": "serve", "image": "example.invalid/serve:1",
+                            "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+        },
+    }  # fmt: skip
+    spec: dict[str, Any] = {"replicas": 1, "selector": {"matchLabels": {"app": name}}}
+    if kind == "StatefulSet":
+        spec |= {"serviceName": name, "podManagementPolicy": "Parallel"}
+    workload = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+                "spec": {**spec, "template": template}}  # fmt: skip
+    ref = {"apiVersion": "apps/v1", "kind": kind, "name": name}
+    tt = topology(name, name, {"tensor": 8, "data": 1}, workloadRef=ref)
+    tt["spec"]["serving"] = {"decodeBatch": 8, "promptTokens": 512}
+    return workload, tt
+
+
+def run_served_kinds_paths(custom: Any, batch: Any, ns: str) -> None:
+    """Served models on the built-in apps kinds: read and patched (the chart grants both)."""
+    from kubernetes import client
+
+    apps = client.AppsV1Api(batch.api_client)
+    for kind, name in (("StatefulSet", "privsts"), ("Deployment", "privdep")):
+        workload, tt = served(kind, name)
+        custom.create_namespaced_custom_object(*TT[:2], ns, TT[2], tt)
+        if kind == "StatefulSet":
+            apps.create_namespaced_stateful_set(ns, workload)
+        else:
+            apps.create_namespaced_deployment(ns, workload)
+        wait_condition(custom, ns, name, "Placed", "True", timeout=120)

@@ -429,3 +429,15 @@ def test_a_served_models_phases_are_gauges_and_a_training_job_has_none() -> None
     metrics.set_job(JOB, served)
     metrics.forget_job(JOB)
     assert names_of(metrics, "fabricfit_predicted_kv_transfer_seconds") == []
+
+
+def test_who_picks_the_gpus_is_a_per_job_gauge() -> None:
+    metrics = filled_metrics()
+    gauge = "fabricfit_gpu_choice_enforced"
+    assert names_of(metrics, gauge) == []  # a status that does not say: no series
+    metrics.set_job(JOB, {**STATUS, "gpuChoice": "not-enforced"})
+    assert value(metrics, gauge, namespace="team-a", name="llama") == 0.0
+    metrics.set_job(JOB, {**STATUS, "gpuChoice": "enforced"})
+    assert value(metrics, gauge, namespace="team-a", name="llama") == 1.0
+    metrics.forget_job(JOB)
+    assert names_of(metrics, gauge) == []

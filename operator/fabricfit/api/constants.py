@@ -34,7 +34,19 @@ DRA_GROUP: Final = "resource.k8s.io"
 DRA_VERSION: Final = "v1"
 DRA_GPU_DRIVER: Final = "gpu.nvidia.com"
 DRA_GPU_DEVICE_CLASS: Final = "gpu.nvidia.com"
+# dranet (kubernetes-sigs/dranet, cmd/dranet/app.go) publishes a node's network interfaces as
+# devices of this driver; RDMA-capable ones carry the boolean attribute dra.net/rdma.
+DRA_NIC_DRIVER: Final = "dra.net"
+# Standard device attributes (KEP-4381; k8s.io/dynamic-resource-allocation deviceattribute):
+# the PCIe root complex a device hangs off ("pci<domain>:<bus>") and a PCI device's bus id.
+PCIE_ROOT_ATTRIBUTE: Final = "resource.kubernetes.io/pcieRoot"
+PCI_BUS_ID_ATTRIBUTE: Final = "resource.kubernetes.io/pciBusID"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+# Who picks the GPUs of a pod on its node (plan --json gpuChoice, status.gpuChoice): fabricfit,
+# which allocates each pod's DRA claim the devices it planned, or the device plugin / kube-
+# scheduler's allocator, whose hand-out the plan is then priced on.
+GPU_CHOICE_ENFORCED: Final = "enforced"
+GPU_CHOICE_NOT_ENFORCED: Final = "not-enforced"
 
 # Finalizer on every TrainingTopology, so deletion releases its GPUs and ungates its pods.
 FINALIZER: Final = "fabricfit.dev/finalizer"

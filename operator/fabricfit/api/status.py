@@ -95,11 +95,28 @@ class Condition(StatusModel):
     message: str = Field(max_length=32768, description="Human-readable details.")
 
 
+DeviceName = Annotated[
+    str, Field(min_length=1, max_length=63, description="A DRA device name (a DNS label).")
+]
+
+
 class PodPlacement(StatusModel):
-    """The node chosen for one pod (by its completion or replica index)."""
+    """The node chosen for one pod (by its completion or replica index), and the DRA devices
+    when fabricfit chose them (gpuChoice enforced)."""
 
     index: int = Field(ge=0, le=MAX_PODS - 1, description="Pod index in the workload.")
     node: NodeName
+    devices: tuple[DeviceName, ...] | None = Field(
+        default=None,
+        max_length=MAX_GPUS_PER_POD,
+        description="GPUs (driver gpu.nvidia.com) the pod's claim is allocated, in local-rank "
+        "order; empty when fabricfit does not choose them.",
+    )
+    nics: tuple[DeviceName, ...] | None = Field(
+        default=None,
+        max_length=MAX_GPUS_PER_POD,
+        description="RDMA NICs (driver dra.net) on those GPUs' PCIe roots, in the same order.",
+    )
 
 
 class NodeReservation(StatusModel):
@@ -286,6 +303,15 @@ class TrainingTopologyStatus(StatusModel):
         description="GPUs held by this plan, per node; written before any pod is pinned.",
     )
     predicted: Prediction | None = Field(default=None, description="Predicted step comm time.")
+    plan_inputs: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[0-9a-f]*$",
+        description=(
+            "Digest of the pod template's placement constraints the plan was made with: a plan "
+            "made before the workload existed is made again once its constraints are known."
+        ),
+    )
     lower_bound_seconds: float | None = Field(
         default=None, ge=0, le=MAX_SECONDS, description="Lower bound of the step comm time."
     )
@@ -324,6 +350,12 @@ class TrainingTopologyStatus(StatusModel):
     gpu_allocation: GpuAllocation | None = Field(
         default=None,
         description="Set when the pods claim their GPUs through DRA resource claims.",
+    )
+    gpu_choice: Literal["enforced", "not-enforced"] | None = Field(
+        default=None,
+        description="Who picks each pod's GPUs on its node: enforced (fabricfit allocates each "
+        "pod's DRA claim the devices of the plan) or not-enforced (the device plugin or "
+        "kube-scheduler; the plan is priced on what they hand out).",
     )
     fabric: str | None = Field(default=None, max_length=63, description="Fabric profile used.")
     fabric_reason: str | None = Field(

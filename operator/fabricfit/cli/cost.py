@@ -166,6 +166,8 @@ def group_shape(profile: FabricProfile, nodes: int, gpus: int) -> GroupShape:
         ungrouped=False,
         spines=1,
         rail_aligned=True,
+        window_aligned=True,  # every node's ranks are its first GPUs: one window, at GPU 0
+        one_rail=rails == 1,
     )
 
 

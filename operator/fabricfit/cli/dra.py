@@ -14,6 +14,7 @@ from typing import Any
 
 from fabricfit.cli.common import UsageError
 from fabricfit.cli.inputs import read_objects
+from fabricfit.fabric.deviceask import DEVICE_CLASS_KIND
 from fabricfit.fabric.objects import str_at
 from fabricfit.fabric.podclaims import CLAIM_KIND, TEMPLATE_KIND
 
@@ -51,11 +52,11 @@ def read_dra(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
 def claim_objects(
     topology_objects: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]
 ) -> dict[tuple[str, str], Mapping[str, Any]]:
-    """ResourceClaimTemplates and ResourceClaims by (kind, name): those of the topology file
-    first (the workload's own), then the claims of the dump."""
+    """ResourceClaimTemplates, ResourceClaims and DeviceClasses by (kind, name): those of the
+    topology file first (the workload's own), then the claims of the dump."""
     found: dict[tuple[str, str], Mapping[str, Any]] = {}
     for obj in [*topology_objects, *claims]:
         kind, name = obj.get("kind"), str_at(obj, "metadata", "name")
-        if kind in (TEMPLATE_KIND, CLAIM_KIND) and name:
+        if kind in (TEMPLATE_KIND, CLAIM_KIND, DEVICE_CLASS_KIND) and name:
             found.setdefault((str(kind), name), obj)
     return found

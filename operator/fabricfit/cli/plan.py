@@ -47,7 +47,8 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision
 from fabricfit.placement.nvlink_span import decision_span
 from fabricfit.placement.search import plan_placement
-from fabricfit.policy import admit, choose_fabric
+from fabricfit.policy import Admission, admit, choose_fabric
+from fabricfit.policy.devices import settle_devices
 from fabricfit.render.computedomain import need_json, need_line
 from fabricfit.render.devices import gpu_allocation
 from fabricfit.render.summary import render_summary
@@ -161,7 +162,7 @@ def _pod_group(selector: object, objects: list[dict[str, Any]]) -> dict[str, Any
 
 
 def _choose_fabric(
-    args: argparse.Namespace, spec: TrainingTopologySpec, snapshot: ClusterSnapshot
+    args: argparse.Namespace, admission: Admission, snapshot: ClusterSnapshot
 ) -> tuple[FabricProfile, str]:
     """The operator's fabric choice (:func:`fabricfit.fabric.profiles.choice.choose_profile`), with
     ``--fabric``/``--fabric-file`` first and ``--fabric-dir``'s profiles known."""
@@ -173,8 +174,14 @@ def _choose_fabric(
         requested = read_profile_file(args.fabric_file)
     flag = "--fabric-file" if args.fabric_file else "--fabric"
     try:
+        assert admission.spec is not None
         return choose_fabric(
-            spec, snapshot, DEFAULT_PROFILE, override=requested, catalog=catalog, flag=flag
+            admission.spec,
+            snapshot,
+            DEFAULT_PROFILE,
+            catalog=catalog,
+            request=admission.request,
+            override=(requested, flag) if requested is not None else None,
         )
     except ProfileError as err:
         raise UsageError(str(err)) from None
@@ -192,6 +199,7 @@ class Planned:
     profile: FabricProfile
     running: Running | None = None
     paired: Paired | None = None
+    gpu_choice_reason: str = ""
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -211,6 +219,7 @@ def execute(args: argparse.Namespace) -> int:
             "fabric_reason": planned.fabric_reason,
             "compute_domain": need_json(span),
             "defaulted": list(defaulted),
+            "gpu_choice_reason": planned.gpu_choice_reason,
             **topology_json(detection),
         }
         if flat is not None:
@@ -230,8 +239,8 @@ def execute(args: argparse.Namespace) -> int:
             print(f"defaulted (not in the spec): {_defaults_line(defaulted)}")
         if planned.running is not None:
             print(planned.running.line(shown(args.running)))
-        if planned.allocation is not None:
-            print(f"GPUs: {planned.allocation['message']}")
+        choice = decision.gpu_choice.replace("-", " ")
+        print(f"GPUs: {choice}: {planned.gpu_choice_reason}")
         if (line := need_line(span)) is not None:
             print(line)
         for line in serving_lines(planned.spec, decision, planned.paired):
@@ -262,7 +271,7 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
         resource_slices=slices,
         resource_claims=claims,
     )
-    profile, why = _choose_fabric(args, spec, snapshot)
+    profile, why = _choose_fabric(args, admission, snapshot)
     running = _running(args, topology_objects, snapshot, profile)
     request, paired = admission.request, None
     if args.paired:
@@ -275,14 +284,18 @@ def plan(args: argparse.Namespace, progress: Progress) -> Planned:
     if paired is not None:
         held = dict(Counter(held) + Counter(paired.reservations))
     progress.update(phase=f"placing {spec.world_size:,} ranks on {profile.name}")
+    choice = settle_devices(request, admission.devices, snapshot)
     try:
         decision = plan_placement(
-            snapshot, request, profile, reservations=held, neighbours=neighbours
+            choice.snapshot, choice.request, profile, reservations=held, neighbours=neighbours
         )
     except ValueError as err:  # e.g. the cost model cannot price this fabric/job pairing
         raise UsageError(f"cannot plan on fabric {profile.name}: {err}") from None
-    allocation = gpu_allocation(pod_claim_gpus(admission.template, claimable))
-    return Planned(decision, snapshot, spec, why, allocation, profile, running, paired)
+    claimed = pod_claim_gpus(admission.template, claimable)
+    allocation = gpu_allocation(claimed, admission.devices)
+    return Planned(
+        decision, snapshot, spec, why, allocation, profile, running, paired, choice.words
+    )
 
 
 def _defaults_line(defaulted: dict[str, Any]) -> str:

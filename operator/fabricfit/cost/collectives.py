@@ -22,7 +22,7 @@ the spine is never faster than staying under one leaf" true by construction.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 
@@ -32,6 +32,7 @@ from fabricfit.cost.algorithms import Candidate
 from fabricfit.cost.shape import CostError, GroupShape, summarize_group, summarize_with_nics
 from fabricfit.cost.torus import torus_candidates
 from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles.ncclsetup import pxn_active
 from fabricfit.fabric.topology import GpuSlot
 
 
@@ -222,14 +223,37 @@ def estimate_shape(
         raise CostError(f"load must be >= 1, got {load}")
     if algorithm not in ALGORITHMS:
         raise CostError(f"unknown algorithm {algorithm!r} (one of {', '.join(ALGORITHMS)})")
+    kind = Collective(collective)
     return _estimate(
-        Collective(collective),
+        kind,
         int(size_bytes),
-        shape,
+        sent_shape(kind, shape, profile),
         profile,
         algorithm=algorithm,
         load=float(load),
     )
+
+
+#: Collectives NCCL runs as point-to-point operations, whose network path PXN chooses.
+P2P_COLLECTIVES = frozenset({Collective.ALL_TO_ALL, Collective.SEND_RECV})
+
+
+def sent_shape(collective: Collective, shape: GroupShape, profile: FabricProfile) -> GroupShape:
+    """``shape`` as the collective's traffic crosses the rails. Rings and trees leave each node
+    on the NICs of its own ranks: the rail sets must match (``rail_aligned``). Point-to-point
+    operations without a graph pick their NIC per peer (NVIDIA/nccl src/graph/search.cc
+    ``ncclTopoGetNetDev`` @5067397c, 1400-1470): with PXN (``pxn_enabled``, NCCL >= 2.12) from
+    the GPU of this node with the peer's local index, reached over NVLink (proxyRank), so it
+    stays on the peer's rail when the pods' windows start on the same rail; without it from the
+    rank's own NIC, on rail only when every rank is on one rail."""
+    if collective not in P2P_COLLECTIVES or shape.domains <= 1:
+        return shape
+    aligned = shape.window_aligned if pxn_on(profile) else shape.one_rail
+    return shape if aligned == shape.rail_aligned else replace(shape, rail_aligned=aligned)
+
+
+def pxn_on(profile: FabricProfile) -> bool:
+    return pxn_active(profile.pxn_enabled, profile.nccl_version)
 
 
 def estimate_collective(

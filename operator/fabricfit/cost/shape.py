@@ -13,7 +13,12 @@ around pays the O(n) summary once per candidate group and O(1) per cached estima
 
 Rail alignment (topology.py): two GPUs on different nodes reach each other over one leaf hop only
 when they use the same rail *and* sit in the same rail group; otherwise traffic climbs to the
-spine. A group is rail-aligned when every node it uses drives exactly the same set of rails.
+spine. A group is rail-aligned when every node it uses drives exactly the same set of rails: what
+NCCL's rings and trees need, each channel leaving every node on its own NIC. Point-to-point
+traffic (send/recv, all-to-all) travels differently (``cost.step``): with PXN it leaves on the
+sender's GPU of the receiver's local index, so it stays on rail when every pod's window starts
+on the same rail (``window_aligned``); without PXN each rank sends on its own NIC, on rail only
+when every rank of the group is on one rail (``one_rail``).
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class GroupShape:
     ungrouped: bool  # some node has no rail group: every inter-node hop crosses the spine
     spines: int
     rail_aligned: bool  # every node drives the same set of rails
+    window_aligned: bool = True  # every rank's pod window starts on the same rail
+    one_rail: bool = True  # every rank sends on the same rail
 
     @property
     def multi_domain(self) -> bool:
@@ -85,6 +92,7 @@ def summarize_with_nics(group: Sequence[GpuSlot]) -> tuple[GroupShape, frozenset
         return _one_node(group), _NO_NICS
     per_node = Counter(nodes)
     nic_set = set(zip(nodes, [s.rail for s in group], strict=True))
+    rails = {rail for _node, rail in nic_set}
     nics_per_node = Counter(map(_FIRST, nic_set))
     first_slot = {s.node: s for s in reversed(group)} if len(per_node) > 1 else {nodes[0]: group[0]}
     per_domain: dict[str, int] = {}
@@ -106,7 +114,9 @@ def summarize_with_nics(group: Sequence[GpuSlot]) -> tuple[GroupShape, frozenset
         ungrouped=None in rail_groups,
         spines=len({s.spine for s in first_slot.values()}),
         # every node uses every rail of the union <=> all nodes drive the same rail set
-        rail_aligned=len(nic_set) == len(per_node) * len({rail for _node, rail in nic_set}),
+        rail_aligned=len(nic_set) == len(per_node) * len(rails),
+        window_aligned=len({s.window_rail for s in group}) == 1,
+        one_rail=len(rails) == 1,
     )
     return shape, (frozenset(nic_set) if len(per_domain) > 1 else _NO_NICS)
 

@@ -28,7 +28,14 @@ from itertools import pairwise
 
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.cost.bounds import step_lower_bound
-from fabricfit.cost.collectives import Collective, bus_factor, estimate_shape, nic_loads
+from fabricfit.cost.collectives import (
+    Collective,
+    bus_factor,
+    estimate_shape,
+    nic_loads,
+    pxn_on,
+    sent_shape,
+)
 from fabricfit.cost.shape import CostError, GroupShape, summarize_with_nics
 from fabricfit.cost.volumes import DIMENSIONS, Call, StepCommEstimate, step_calls
 from fabricfit.fabric.profiles import FabricProfile
@@ -99,7 +106,10 @@ def _collective_dimension(
             for shape, load in priced
         )
         seconds += call.count * worst
-        crossing += call.count * sum(n * spine_bytes(call, s) for s, n in per_shape.items())
+        crossing += call.count * sum(
+            n * spine_bytes(call, sent_shape(call.collective, s, profile))
+            for s, n in per_shape.items()
+        )
     return seconds, crossing
 
 
@@ -121,16 +131,28 @@ _PAIRS: dict[tuple[bool, bool, bool, bool], GroupShape] = {
     (True, True, True, True): GroupShape(2, 1, 1, 2, 2, 1, 2, 1, False, 1, True),
     (True, False, True, True): GroupShape(2, 2, 1, 2, 2, 1, 1, 1, False, 1, True),
     (False, False, True, True): GroupShape(2, 2, 2, 1, 1, 1, 1, 1, False, 1, True),
-    (False, False, False, True): GroupShape(2, 2, 2, 1, 1, 1, 1, 2, False, 1, False),
-    (False, False, False, False): GroupShape(2, 2, 2, 1, 1, 1, 1, 2, False, 2, False),
+    # off the leaf whatever PXN does: the pair key already said so (no window or rail match)
+    (False, False, False, True): GroupShape(2, 2, 2, 1, 1, 1, 1, 2, False, 1, False, False, False),
+    (False, False, False, False): GroupShape(2, 2, 2, 1, 1, 1, 1, 2, False, 2, False, False, False),
 }
 
 
-def _pair_key(a: GpuSlot, b: GpuSlot) -> tuple[bool, bool, bool, bool]:
+def _pair_key(a: GpuSlot, b: GpuSlot, pxn: bool) -> tuple[bool, bool, bool, bool]:
     if (a.nvlink_domain or "node:" + a.node) == (b.nvlink_domain or "node:" + b.node):
         return (True, a.node == b.node, True, True)
-    leaf = a.rail == b.rail and a.rail_group is not None and a.rail_group == b.rail_group
+    leaf = _on_rail(a, b, pxn) and a.rail_group is not None and a.rail_group == b.rail_group
     return (False, False, leaf, leaf or a.spine == b.spine)
+
+
+def _on_rail(a: GpuSlot, b: GpuSlot, pxn: bool) -> bool:
+    """Whether a send from ``a`` reaches ``b`` on ``b``'s rail (``collectives.sent_shape``):
+    with PXN through ``a``'s GPU of ``b``'s local index, else from ``a``'s own NIC."""
+    return a.window_rail == b.window_rail if pxn else a.rail == b.rail
+
+
+def _send_rail(a: GpuSlot, b: GpuSlot, pxn: bool) -> int:
+    """The rail ``a``'s send to ``b`` leaves on (PXN relays it to the peer's)."""
+    return b.rail if pxn and a.window_rail == b.window_rail else a.rail
 
 
 def pair_transfers(
@@ -144,14 +166,15 @@ def pair_transfers(
     remote: list[
         tuple[tuple[bool, bool, bool, bool], tuple[str, str, int], tuple[str, str, int]]
     ] = []
+    pxn = pxn_on(profile)
     for chain in _locate(chains, slots):
         for a, b in pairwise(chain):
-            key = _pair_key(a, b)
+            key = _pair_key(a, b, pxn)
             if key[0]:
                 local.add(key)
                 continue
             # contention per direction: the sender's NIC egress, the receiver's ingress
-            out, into = ("out", a.node, a.rail), ("in", b.node, b.rail)
+            out, into = ("out", a.node, _send_rail(a, b, pxn)), ("in", b.node, b.rail)
             users[out] = users.get(out, 0) + 1
             users[into] = users.get(into, 0) + 1
             crossing_pairs += not key[2]  # off the leaf: above it
@@ -169,3 +192,35 @@ def pair_transfers(
         seconds += call.count * worst
         crossing += call.count * call.size_bytes * crossing_pairs
     return seconds, crossing
+
+
+#: How each dimension's groups talk across nodes: point-to-point (all-to-all, send/recv) or
+#: NCCL's rings and trees.
+P2P_DIMENSIONS = frozenset({"expert", "pipeline"})
+
+
+def cross_rail_groups(
+    groups: Mapping[str, RankGroups], slots: Sequence[GpuSlot], profile: FabricProfile
+) -> dict[str, int]:
+    """Per dimension, the groups some of whose traffic between nodes leaves on one rail and
+    arrives on another (it climbs above the leaf: a spine, or on a rail-only fabric the
+    front-end): rings and trees whose nodes drive different rail sets, point-to-point groups
+    whose sends change rails as NCCL routes them (``collectives.sent_shape``, PXN or not)."""
+    pxn = pxn_on(profile)
+    found: dict[str, int] = {}
+    for dim in DIMENSIONS:
+        count = 0
+        for members in _locate(groups.get(dim, ()), slots):
+            if len({s.node for s in members}) <= 1:
+                continue
+            if dim == "pipeline":
+                count += any(
+                    a.node != b.node and not _on_rail(a, b, pxn) for a, b in pairwise(members)
+                )
+                continue
+            shape = summarize_with_nics(members)[0]
+            if dim in P2P_DIMENSIONS:
+                shape = sent_shape(Collective.ALL_TO_ALL, shape, profile)
+            count += not shape.rail_aligned
+        found[dim] = count
+    return found

@@ -19,7 +19,9 @@ in several claims counts once.
 
 ``by_pod`` attributes a claim's GPUs to its pod when exactly one pod uses the claim (a claim
 stamped from a ResourceClaimTemplate has exactly one), so the reservation ledger can tell a
-bound pod's GPUs from a plan's reservation.
+bound pod's GPUs from a plan's reservation. ``allocated`` names every device any allocated
+claim holds, of every driver (GPUs and the NICs dranet publishes alike), as
+``(driver, pool, device)``: what device-exact placement must leave alone.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class ClaimHolds:
     by_node: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     by_pod: Mapping[PodKey, int] = field(default_factory=lambda: MappingProxyType({}))
     diagnostics: tuple[Diagnostic, ...] = ()
+    allocated: frozenset[tuple[str, str, str]] = frozenset()  # (driver, pool, device)
 
 
 def read_claim_holds(claims: object, inventory: DraInventory | None = None) -> ClaimHolds:
@@ -54,6 +57,7 @@ def read_claim_holds(claims: object, inventory: DraInventory | None = None) -> C
         message = "resource claims is not a list; no allocated DRA devices read"
         return ClaimHolds(diagnostics=(Diagnostic(node="", message=message, severity="error"),))
     seen: set[tuple[str, str]] = set()
+    allocated: set[tuple[str, str, str]] = set()
     by_node: dict[str, int] = {}
     by_pod: dict[PodKey, int] = {}
     for index, claim in enumerate(claims):
@@ -62,6 +66,7 @@ def read_claim_holds(claims: object, inventory: DraInventory | None = None) -> C
             diagnostics.append(Diagnostic(node=where, message="is not an object; skipped"))
             continue
         held = _held_devices(claim, where, inventory, diagnostics)
+        allocated.update(_results(claim))
         fresh = [(pool, device, node) for pool, device, node in held if (pool, device) not in seen]
         seen.update((pool, device) for pool, device, _ in fresh)
         for _, _, node in fresh:
@@ -74,7 +79,24 @@ def read_claim_holds(claims: object, inventory: DraInventory | None = None) -> C
         by_node=MappingProxyType(dict(sorted(by_node.items()))),
         by_pod=MappingProxyType(dict(sorted(by_pod.items()))),
         diagnostics=tuple(ordered),
+        allocated=frozenset(allocated),
     )
+
+
+def _results(claim: Mapping[str, object]) -> list[tuple[str, str, str]]:
+    """(driver, pool, device) of every result the claim's allocation holds exclusively."""
+    found: list[tuple[str, str, str]] = []
+    for result in list_at(claim, "status", "allocation", "devices", "results"):
+        if value_at(result, "adminAccess") is True:
+            continue  # monitoring access next to the real user: holds nothing
+        driver, pool, device = (
+            str_at(result, "driver"),
+            str_at(result, "pool"),
+            str_at(result, "device"),
+        )
+        if driver and pool and device:
+            found.append((driver, pool, device))
+    return found
 
 
 def _held_devices(

@@ -126,3 +126,82 @@ def _exact_gpus(request: object, where: str, problems: list[str]) -> int:
         problems.append(f"{where}: count {shorten(count)} is not a whole number in 1..{MAX_COUNT}")
         return 0
     return count
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """One request of a claim as the allocation must answer it."""
+
+    name: str
+    device_class: str
+    count: int | None  # devices of an ExactCount request; None: All, alternatives, bad count
+    selectors: tuple[str, ...] = ()
+    admin_access: bool = False
+    capacity: bool = False  # asks for consumable capacity (shares a device)
+
+
+@dataclass(frozen=True)
+class PodClaim:
+    """One entry of a pod's ``spec.resourceClaims`` and what its claim asks for."""
+
+    entry: str  # the pod's name for it (pod.status.resourceClaimStatuses[].name)
+    kind: str  # TEMPLATE_KIND or CLAIM_KIND
+    source: str  # its ResourceClaimTemplate or ResourceClaim name
+    requests: tuple[ClaimRequest, ...] = ()
+    constraints: int = 0  # spec.devices.constraints entries
+    config: tuple[Mapping[str, object], ...] = ()  # spec.devices.config (FromClaim)
+    found: bool = True
+
+
+def pod_claims(
+    template: object, objects: Mapping[tuple[str, str], Mapping[str, object]]
+) -> tuple[PodClaim, ...]:
+    """Every claim entry of ``template`` with the requests its claim (or template) makes."""
+    found: list[PodClaim] = []
+    for raw in list_at(template, "spec", "resourceClaims"):
+        entry = str_at(raw, "name") or ""
+        template_name = str_at(raw, "resourceClaimTemplateName")
+        kind, name = (TEMPLATE_KIND, template_name) if template_name else (CLAIM_KIND, "")
+        name = name or str_at(raw, "resourceClaimName") or ""
+        obj = objects.get((kind, name))
+        if obj is None:
+            found.append(PodClaim(entry, kind, name, found=False))
+            continue
+        spec = mapping_at(obj, "spec", "spec") if kind == TEMPLATE_KIND else mapping_at(obj, "spec")
+        devices = mapping_at(spec, "devices")
+        found.append(
+            PodClaim(
+                entry=entry,
+                kind=kind,
+                source=name,
+                requests=tuple(_request_of(r) for r in list_at(devices, "requests")),
+                constraints=len(list_at(devices, "constraints")),
+                config=tuple(c for c in list_at(devices, "config") if isinstance(c, Mapping)),
+            )
+        )
+    return tuple(found)
+
+
+def _request_of(raw: object) -> ClaimRequest:
+    name = str_at(raw, "name") or ""
+    if list_at(raw, "firstAvailable"):
+        return ClaimRequest(name, "", None)
+    exact = mapping_at(raw, "exactly") if "exactly" in mapping_at(raw) else mapping_at(raw)
+    mode = str_at(exact, "allocationMode") or "ExactCount"
+    count = value_at(exact, "count")
+    if count is None:
+        count = 1
+    whole = isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= MAX_COUNT
+    selectors = []
+    for selector in list_at(exact, "selectors"):
+        expression = str_at(selector, "cel", "expression")
+        if expression:
+            selectors.append(expression)
+    return ClaimRequest(
+        name=name,
+        device_class=str_at(exact, "deviceClassName") or "",
+        count=count if mode == "ExactCount" and whole else None,  # type: ignore[arg-type]
+        selectors=tuple(selectors),
+        admin_access=value_at(exact, "adminAccess") is True,
+        capacity=bool(mapping_at(exact, "capacity")),
+    )

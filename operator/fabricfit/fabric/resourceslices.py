@@ -101,17 +101,18 @@ class _Slice:
     devices: Sequence[object]
 
 
-def read_resource_slices(slices: object) -> DraInventory:
-    """The GPU driver's devices in ``slices`` (``items`` of ``kubectl get resourceslices``)."""
+def read_resource_slices(slices: object, driver: str = DRA_GPU_DRIVER) -> DraInventory:
+    """The devices of ``driver`` (the GPU driver unless told) in ``slices`` (``items`` of
+    ``kubectl get resourceslices``)."""
     diagnostics: list[Diagnostic] = []
     if isinstance(slices, Mapping | str | bytes) or not isinstance(slices, Iterable):
         message = "resource slices is not a list; no DRA devices read"
         return DraInventory(diagnostics=(Diagnostic(node="", message=message, severity="error"),))
-    current = _current_slices(_read_slices(slices, diagnostics), diagnostics)
+    current = _current_slices(_read_slices(slices, driver, diagnostics), diagnostics)
     devices: dict[tuple[str, str], DraDevice] = {}
     for piece in current:
         for raw in piece.devices:
-            device = _read_device(raw, piece, diagnostics)
+            device = _read_device(raw, piece, driver, diagnostics)
             if device is None:
                 continue
             if (piece.pool, device.name) in devices:
@@ -124,14 +125,16 @@ def read_resource_slices(slices: object) -> DraInventory:
     return DraInventory(devices=tuple(ordered), diagnostics=tuple(unique))
 
 
-def _read_slices(slices: Iterable[object], diagnostics: list[Diagnostic]) -> list[_Slice]:
+def _read_slices(
+    slices: Iterable[object], driver: str, diagnostics: list[Diagnostic]
+) -> list[_Slice]:
     found: list[_Slice] = []
     for index, raw in enumerate(slices):
         name = str_at(raw, "metadata", "name") or f"resourceslices[{index}]"
         if not isinstance(raw, Mapping):
             diagnostics.append(_error(name, "is not an object; skipped"))
             continue
-        if str_at(raw, "spec", "driver") != DRA_GPU_DRIVER:
+        if str_at(raw, "spec", "driver") != driver:
             continue  # another driver's devices (compute-domain.nvidia.com, NICs, ...)
         piece = _read_slice(raw, name, diagnostics)
         if piece is not None:
@@ -179,20 +182,26 @@ def _current_slices(slices: list[_Slice], diagnostics: list[Diagnostic]) -> list
     return current
 
 
-def _read_device(raw: object, piece: _Slice, diagnostics: list[Diagnostic]) -> DraDevice | None:
+def _read_device(
+    raw: object, piece: _Slice, driver: str, diagnostics: list[Diagnostic]
+) -> DraDevice | None:
     name = str_at(raw, "name")
     if not name:
         diagnostics.append(_error(piece.name, "a device has no name; skipped"))
         return None
     fields = mapping_at(raw, "basic") if "basic" in mapping_at(raw) else mapping_at(raw)
-    attributes = _read_attributes(mapping_at(fields, "attributes"), name, piece, diagnostics)
+    attributes = _read_attributes(
+        mapping_at(fields, "attributes"), name, piece, driver, diagnostics
+    )
     kind = attributes.get("type")
+    gpu_driver = driver == DRA_GPU_DRIVER
     if not isinstance(kind, str):
-        message = f"device {name!r} has no string attribute 'type'; not counted as a GPU"
-        diagnostics.append(Diagnostic(node=_where(piece.name), message=message))
+        if gpu_driver:
+            message = f"device {name!r} has no string attribute 'type'; not counted as a GPU"
+            diagnostics.append(Diagnostic(node=_where(piece.name), message=message))
         kind = ""
     taint = _blocking_taint(list_at(fields, "taints"))
-    if taint is not None and kind == GPU_TYPE:
+    if taint is not None and (kind == GPU_TYPE or not gpu_driver):
         message = f"device {name!r} is tainted {taint}; not counted"
         diagnostics.append(Diagnostic(node=piece.node, message=message))
         return None
@@ -208,7 +217,11 @@ def _read_device(raw: object, piece: _Slice, diagnostics: list[Diagnostic]) -> D
 
 
 def _read_attributes(
-    raw: Mapping[str, object], device: str, piece: _Slice, diagnostics: list[Diagnostic]
+    raw: Mapping[str, object],
+    device: str,
+    piece: _Slice,
+    driver: str,
+    diagnostics: list[Diagnostic],
 ) -> dict[str, AttributeValue]:
     """Attribute name -> value; a name in the driver's own domain loses the domain prefix."""
     found: dict[str, AttributeValue] = {}
@@ -218,7 +231,7 @@ def _read_attributes(
             message = f"device {device!r}: attribute {shorten(key)} has no single typed value"
             diagnostics.append(Diagnostic(node=_where(piece.name), message=f"{message}; ignored"))
             continue
-        found[key.removeprefix(DRA_GPU_DRIVER + "/")] = value
+        found[key.removeprefix(driver + "/")] = value
     return found
 
 

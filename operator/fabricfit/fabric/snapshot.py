@@ -35,7 +35,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fabricfit.api.constants import DRA_NIC_DRIVER
 from fabricfit.fabric.claims import ClaimHolds, read_claim_holds
+from fabricfit.fabric.devices import DeviceMap, build_device_map
 from fabricfit.fabric.nodes import NodeFacts, read_node_facts
 from fabricfit.fabric.objects import shorten, str_at
 from fabricfit.fabric.places import check_domain_spans, check_overlay, qualify
@@ -81,7 +83,7 @@ def _build(
     memo = memo if memo is not None else FactsMemo()
     resource_slices, resource_claims = dra
     diagnostics: list[Diagnostic] = []
-    inventory, holds = _read_dra(resource_slices, resource_claims, diagnostics)
+    inventory, holds, devices = _read_dra(resource_slices, resource_claims, diagnostics)
     facts = _collect_facts(nodes, default_fabric, diagnostics, inventory.gpus_by_node(), memo)
     if scheme not in NAMES:
         message = f"unknown label scheme {shorten(scheme)}; detecting it (auto)"
@@ -102,6 +104,7 @@ def _build(
         scheme=layout.resolution.name,
         diagnostics=tuple(ordered),
         claimed_by_pod=holds.by_pod,
+        devices=devices,
     )
     return memo.snapshot(built, layout)
 
@@ -137,12 +140,19 @@ def lay_out(
 
 def _read_dra(
     slices: object, claims: object, diagnostics: list[Diagnostic]
-) -> tuple[DraInventory, ClaimHolds]:
-    inventory = read_resource_slices(slices) if slices else DraInventory()
+) -> tuple[DraInventory, ClaimHolds, DeviceMap | None]:
+    if not slices:
+        holds = read_claim_holds(claims) if claims else ClaimHolds()
+        diagnostics.extend(holds.diagnostics)
+        return DraInventory(), holds, None
+    inventory = read_resource_slices(slices)
+    nics = read_resource_slices(slices, DRA_NIC_DRIVER)
     holds = read_claim_holds(claims, inventory) if claims else ClaimHolds()
     diagnostics.extend(inventory.diagnostics)
+    diagnostics.extend(nics.diagnostics)
     diagnostics.extend(holds.diagnostics)
-    return inventory, holds
+    devices = build_device_map(inventory, nics, holds.allocated)
+    return inventory, holds, (devices if devices.nodes else None)
 
 
 #: (private copy of the node dict, default fabric, DRA GPUs, facts, diagnostics, the dict itself)
@@ -279,6 +289,7 @@ class FactsMemo:
             and _same_objects(last.nodes, built.nodes)
             and (last.scheme, last.diagnostics) == (built.scheme, built.diagnostics)
             and last.claimed_by_pod == built.claimed_by_pod
+            and last.devices == built.devices
         ):
             return last
         object.__setattr__(built, "_facts_token", layout)

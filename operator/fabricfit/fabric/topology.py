@@ -20,6 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fabricfit.fabric.devices import DeviceMap
 
 NO_SPINE = ""
 
@@ -59,6 +63,9 @@ class NodeInfo:
     # pods claim them through ResourceClaims and kube-scheduler picks the devices on the node.
     dra: bool = False
     maintenance: bool = False  # cordoned or tainted for maintenance: drained from plans
+    # Positions (fabric.devices) of GPUs known to be taken, when the planner must choose the
+    # very devices (DRA, device-exact): windows avoid them. None: only the count is known.
+    held_gpus: frozenset[int] | None = None
 
     def rail_of(self, gpu: int) -> int:
         """Rail (NIC index) that local GPU ``gpu`` sends inter-node traffic on."""
@@ -78,6 +85,9 @@ class GpuSlot:
     rail_group: str | None
     spine: str
     rack: str | None = None
+    # Rail of the first GPU of the rank's pod: NCCL numbers a pod's GPUs from 0, and PXN sends
+    # to a peer's local GPU k through this pod's GPU k (cost.step), so the windows decide rails.
+    window_rail: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +110,8 @@ class ClusterSnapshot:
     claimed_by_pod: Mapping[tuple[str, str], int] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    # DRA GPUs and RDMA NICs of each node by position (fabric.devices); None: no DRA devices.
+    devices: DeviceMap | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {n.name: n for n in self.nodes})
@@ -121,8 +133,9 @@ class ClusterSnapshot:
         by_name: dict[str, NodeInfo] = self._by_name  # type: ignore[attr-defined]
         return name in by_name
 
-    def slot(self, node: str, gpu: int) -> GpuSlot:
-        """The fabric location of local GPU ``gpu`` on ``node``."""
+    def slot(self, node: str, gpu: int, window: int = 0) -> GpuSlot:
+        """The fabric location of GPU ``gpu`` on ``node``, in a pod whose first GPU is
+        ``window``."""
         info = self.node(node)
         return GpuSlot(
             node=info.name,
@@ -132,4 +145,5 @@ class ClusterSnapshot:
             rail_group=info.place.rail_group,
             spine=info.place.spine,
             rack=info.place.rack,
+            window_rail=info.rail_of(window),
         )

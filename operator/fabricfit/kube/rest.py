@@ -162,6 +162,10 @@ class Rest:
     async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("POST", path, body=body)
 
+    async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT: the whole object, guarded by the ``resourceVersion`` it carries (409 if stale)."""
+        return await self.request("PUT", path, body=body)
+
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[dict[str, Any]]:
         """The events of one watch request (``?watch=1``), until the server ends it."""
         query = urlencode({**params, "watch": "1"})
@@ -243,6 +247,8 @@ def resource_of(path: str) -> str:
         "computedomains",
         "workloads",
         "admissionchecks",
+        "resourceclaims",
+        "deviceclasses",
     }
     for i, part in enumerate(parts):
         if part == "namespaces" and len(parts) > i + 2:

@@ -14,6 +14,7 @@ short phrase so infeasibility reports can say *why* nodes were excluded, counted
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -67,6 +68,24 @@ def node_rejection(
         if taint.effect in HARD_TAINT_EFFECTS and not tolerates(request.tolerations, taint):
             return f"untolerated taint {taint.key}:{taint.effect}"
     return None
+
+
+def usable_nodes(nodes: Iterable[NodeInfo], request: PlacementRequest) -> list[NodeInfo]:
+    """The nodes a pod of ``request`` may ever run on (its selectors, affinity, tolerations and
+    GPU source; busy or not): what the job's fabric and lower bound are read from."""
+    return [n for n in nodes if node_rejection(n, request, NO_RESERVATIONS, capacity=False) is None]
+
+
+def constraints_key(request: PlacementRequest) -> tuple[object, ...]:
+    """What :func:`usable_nodes` reads of a request, hashable (a cache key)."""
+    selector = tuple(sorted(request.node_selector.items()))
+    return (selector, request.affinity, request.tolerations, request.gpu_source)
+
+
+def inputs_digest(request: PlacementRequest) -> str:
+    """A short digest of :func:`constraints_key`, stable across processes: recorded with a plan,
+    so a plan made on other constraints (before its workload existed) is made again."""
+    return hashlib.sha256(repr(constraints_key(request)).encode()).hexdigest()[:16]
 
 
 def eligible_nodes(

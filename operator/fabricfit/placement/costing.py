@@ -27,10 +27,10 @@ from fabricfit.cost.serving import (
     estimate_serving,
     serving_lower_bound,
 )
-from fabricfit.cost.step import StepCommEstimate, estimate_step
+from fabricfit.cost.step import StepCommEstimate, cross_rail_groups, estimate_step
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
-from fabricfit.placement.constraints import NO_RESERVATIONS, node_rejection
+from fabricfit.placement.constraints import usable_nodes
 from fabricfit.placement.decision import ServingTimes, StepTimes
 from fabricfit.placement.layout import GROUP_KINDS, RankLayout
 from fabricfit.placement.neighbours import Assessment, NeighbourPricer, Neighbours
@@ -97,7 +97,10 @@ class StepModel:
         for slot in slots:
             found = cache.get(slot)
             if found is None:
-                found = cache[slot] = tuple(self._snapshot.slot(slot.node, g) for g in slot.gpus)
+                start = slot.gpus[0]
+                found = cache[slot] = tuple(
+                    self._snapshot.slot(slot.node, g, start) for g in slot.gpus
+                )
             out.extend(found)
         return tuple(out)
 
@@ -135,17 +138,16 @@ class StepModel:
             return Assessment(alone)
         return self._pricer.assess(ranks, alone)
 
+    def cross_rail(self, ranks: Sequence[GpuSlot]) -> dict[str, int]:
+        """Per dimension, the groups whose traffic changes rails (cost.step)."""
+        return cross_rail_groups(self._groups, ranks, self._profile)
+
     def lower_bound(self) -> StepTimes:
         """The bound no placement of this job on this cluster can beat (cost.bounds), on the
         nodes the job may use (its selectors, affinity, tolerations), busy or not: a larger
         NVLink domain the job can never reach does not lower it."""
         request = self._request
-        usable = [
-            n
-            for n in self._snapshot.nodes
-            if node_rejection(n, request, NO_RESERVATIONS, capacity=False) is None
-        ]
-        hardware = hardware_of(usable, self._profile)
+        hardware = hardware_of(usable_nodes(self._snapshot.nodes, request), self._profile)
         if request.serving is not None:
             served = serving_lower_bound(
                 ServedJob(request.parallelism, request.model, request.serving),

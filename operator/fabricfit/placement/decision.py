@@ -23,6 +23,7 @@ from typing import Any
 
 from fabricfit.api.conditions import Reason
 from fabricfit.placement.layout import GROUP_KINDS, Groups
+from fabricfit.placement.request import NOT_ENFORCED
 from fabricfit.placement.spares import NO_SPARES, SpareSet
 
 #: Relative slack of "bound ≤ predicted": both are sums of the same per-call terms, added in
@@ -36,13 +37,16 @@ def _empty_floats() -> Mapping[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class RankPlacement:
-    """Global rank ``rank`` runs on GPU ``gpu`` of ``node`` (local GPU ``local`` of pod ``pod``)."""
+    """Global rank ``rank`` runs on GPU ``gpu`` of ``node`` (local GPU ``local`` of pod ``pod``);
+    ``device`` and ``nic`` name the DRA GPU and RDMA NIC when fabricfit chooses them."""
 
     rank: int
     node: str
     gpu: int
     pod: int
     local: int
+    device: str | None = None
+    nic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +119,9 @@ class PlacementDecision:
     candidate: str = ""
     spares: SpareSet = NO_SPARES  # the nodes this plan left free as spares
     failure: Reason | None = None
+    gpu_choice: str = NOT_ENFORCED  # who picks each pod's GPUs (placement.request)
+    # Per parallelism dimension, the groups whose traffic between nodes changes rails.
+    cross_rail: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     warnings: tuple[str, ...] = ()  # what is wrong with the plan's own numbers (bound_warnings)
 
     @property
@@ -137,8 +144,13 @@ class PlacementDecision:
             "feasible": self.feasible,
             "fabric": self.fabric,
             "assignments": [
-                {"rank": a.rank, "node": a.node, "gpu": a.gpu} for a in self.assignments
+                {"rank": a.rank, "node": a.node, "gpu": a.gpu, "device": a.device, "nic": a.nic}
+                for a in self.assignments
             ],
+            "gpuChoice": self.gpu_choice,
+            "crossRail": {k: self.cross_rail.get(k, 0) for k in GROUP_KINDS}
+            if self.feasible
+            else None,
             "pods": [{"index": i, "node": n} for i, n in enumerate(self.pods)],
             "groups": {k: [list(g) for g in self.groups.get(k, ())] for k in GROUP_KINDS},
             "predicted": _times_json(self.predicted),

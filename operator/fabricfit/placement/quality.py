@@ -33,9 +33,11 @@ from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot, NodeInfo
 from fabricfit.placement.constraints import NO_RESERVATIONS, free_after_reservations
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision
+from fabricfit.placement.handout import Handout
 from fabricfit.placement.layout import RankLayout
-from fabricfit.placement.request import PlacementRequest
-from fabricfit.placement.slots import PodSlot, leaf_key, slot_starts
+from fabricfit.placement.request import ENFORCED, PlacementRequest
+from fabricfit.placement.scoring import price_slots
+from fabricfit.placement.slots import PodSlot, build_leaf_domains, leaf_key, slot_starts
 
 TIERS: tuple[str, ...] = ("node", "nvlink_domain", "rail_group", "spine", "cluster")
 POD_SIZES: tuple[int, ...] = (1, 2, 4, 8)
@@ -118,8 +120,12 @@ def assess_plan(
     if slots is None:
         return None
     model = StepModel(snapshot, layout, request, profile)
-    ranks = model.rank_slots(slots)
-    return quality_of(layout.groups, ranks, model.predict(ranks).spine_bytes_per_step)
+    handout = None
+    if request.gpu_choice != ENFORCED:  # priced as the planner prices it: what is handed out
+        nodes = [snapshot.node(n) for n in dict.fromkeys(pods)]
+        handout = Handout(build_leaf_domains(nodes, layout.gpus_per_pod, NO_RESERVATIONS))
+    evaluated = price_slots(model, handout, slots)
+    return quality_of(layout.groups, evaluated.ranks, evaluated.predicted.spine_bytes_per_step)
 
 
 def decision_quality(snapshot: ClusterSnapshot, decision: PlacementDecision) -> PlanQuality | None:
@@ -130,7 +136,7 @@ def decision_quality(snapshot: ClusterSnapshot, decision: PlacementDecision) -> 
     ordered = sorted(decision.assignments, key=lambda a: a.rank)
     if any(not snapshot.has_node(a.node) for a in ordered):
         return None
-    ranks = tuple(snapshot.slot(a.node, a.gpu) for a in ordered)
+    ranks = tuple(snapshot.slot(a.node, a.gpu, a.gpu - a.local) for a in ordered)
     return quality_of(decision.groups, ranks, decision.predicted.spine_bytes_per_step)
 
 

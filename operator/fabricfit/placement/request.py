@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from fabricfit.api.constants import GPU_CHOICE_ENFORCED, GPU_CHOICE_NOT_ENFORCED
 from fabricfit.api.models import ModelShape, Parallelism, TrainingTopologySpec
 from fabricfit.api.serving import ServingSpec
 from fabricfit.fabric.objects import kind_of, shorten
@@ -27,6 +28,12 @@ from fabricfit.placement.pairing import Partner
 
 DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
+# Who decides which GPUs of a node a pod runs on (``gpuChoice`` in plan --json and status):
+# ENFORCED, fabricfit (it allocates each pod's DRA claim the devices it planned); NOT_ENFORCED,
+# the device plugin or kube-scheduler's allocator, so the plan is priced on what they hand out.
+ENFORCED = GPU_CHOICE_ENFORCED
+NOT_ENFORCED = GPU_CHOICE_NOT_ENFORCED
+GPU_CHOICES = (ENFORCED, NOT_ENFORCED)
 AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 
@@ -88,6 +95,10 @@ class PlacementRequest:
     # disaggregated deployment planned second, where its partner's pods are.
     serving: ServingSpec | None = None
     partner: Partner | None = None
+    gpu_choice: str = NOT_ENFORCED
+    # RDMA NICs (dranet) each pod's claims ask for next to its GPUs, chosen on the GPUs' PCIe
+    # roots when the choice is enforced (0: none asked for).
+    nics_per_pod: int = 0
     # Seconds one training step computes, when the job declares it (a trace's duration over its
     # steps); None: derived from the model and the fabric's peak FLOP/s (contention.duty).
     compute_seconds_per_step: float | None = None

@@ -49,6 +49,7 @@ from fabricfit.placement.candidates import (
 from fabricfit.placement.constraints import NO_RESERVATIONS, eligible_nodes
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import PlacementDecision, RankPlacement, bound_warnings
+from fabricfit.placement.devices import device_view, enforces_devices, name_devices
 from fabricfit.placement.feasibility import (
     capacity_in_units,
     capacity_reasons,
@@ -121,12 +122,31 @@ def plan_placement(
 ) -> PlacementDecision:
     """Plan where every pod and rank of ``request`` goes on ``snapshot`` (see module docstring).
 
-    ``reservations`` maps node name → GPUs held by other plans not yet visible as pods.
+    ``reservations`` maps node name → GPUs held by other plans not yet visible as pods (DRA
+    devices other plans chose: pass ``placement.devices.device_view`` of the snapshot).
     ``tuning``: the plugins and the local-move budget (default: the request's plugins,
     ``plugins.plugins_for``, and by job size). ``neighbours``: the running jobs' link load;
-    every candidate is then priced next to their traffic (``neighbours``).
+    every candidate is then priced next to their traffic (``neighbours``). Who picks the GPUs
+    is the request's ``gpu_choice``: when fabricfit does (DRA), the plan names every rank's
+    device (``placement.devices``).
     """
+    snapshot = device_view(snapshot, request)
     tuning = tuning if tuning is not None else SearchTuning()
+    decision = _plan(snapshot, request, profile, reservations, (tuning, neighbours))
+    decision = replace(decision, gpu_choice=request.gpu_choice)
+    if enforces_devices(request, snapshot):
+        return name_devices(decision, snapshot, request)
+    return decision
+
+
+def _plan(
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    profile: FabricProfile,
+    reservations: Mapping[str, int],
+    settings: tuple[SearchTuning, Neighbours | None],
+) -> PlacementDecision:
+    tuning, neighbours = settings
     nodes, rejected = eligible_nodes(snapshot, request, reservations)
     spares = spares_for(snapshot, request, profile, reservations, eligible={n.name for n in nodes})
     fabric = profile_name(profile)
@@ -420,4 +440,5 @@ def _decision(best: Scored, scorer: Scorer, layout: RankLayout, fabric: str) -> 
         scores=best.scores,
         candidate=best.label,
         warnings=bound_warnings(best.evaluated.predicted, scorer.ctx.lower_bound),
+        cross_rail=scorer.model.cross_rail(best.evaluated.ranks),
     )

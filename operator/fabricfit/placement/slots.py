@@ -10,6 +10,10 @@ windows are aligned (window *p* covers GPUs ``p·g … p·g+g−1``) so that loc
 in window *p* sits on the same rail on every node — the property that keeps a data-parallel ring
 on one leaf switch. Otherwise windows are cut back to back from the first free GPU.
 
+Where the planner chooses the very devices (DRA, ``NodeInfo.held_gpus`` known) the convention
+gives way to the facts: a window is free when none of its positions is held, whatever its
+place; GPUs other plans reserve by count alone then take the lowest free windows.
+
 Slots are grouped by *leaf domain*: the rail group when the node has one (one leaf hop between
 same-rail GPUs), else the rack, else the node itself. Leaf domains belong to a spine. Everything
 is sorted by fabric position first and name last, so nodes interleaved by name across rail groups
@@ -18,7 +22,7 @@ still come out grouped by rail group.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fabricfit.fabric.topology import NodeInfo
@@ -78,14 +82,35 @@ def node_sort_key(node: NodeInfo) -> tuple[str, str, str, str, str]:
     )
 
 
-def slot_starts(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]) -> range:
+def slot_starts(
+    node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]
+) -> Sequence[int]:
     """First GPU of each entirely free pod window of ``node``, lowest first: aligned windows
     when the pod size divides the node, else consecutive ones from the first free GPU."""
+    if node.held_gpus is not None:
+        return _known_starts(node, node.held_gpus, gpus_per_pod, reservations)
     first_free = node.gpus - free_after_reservations(node, reservations)
     if node.gpus % gpus_per_pod == 0:
         first = -(-first_free // gpus_per_pod) * gpus_per_pod  # the first aligned start >= it
         return range(max(0, first), node.gpus, gpus_per_pod)
     return range(first_free, node.gpus - gpus_per_pod + 1, gpus_per_pod)
+
+
+def _known_starts(
+    node: NodeInfo, held: frozenset[int], gpus_per_pod: int, reservations: Mapping[str, int]
+) -> tuple[int, ...]:
+    """Windows none of whose positions is held; reservations by count take the lowest."""
+    step = gpus_per_pod if node.gpus % gpus_per_pod == 0 else 1
+    starts: list[int] = []
+    start = 0
+    while start + gpus_per_pod <= node.gpus:
+        if held.isdisjoint(range(start, start + gpus_per_pod)):
+            starts.append(start)
+            start += gpus_per_pod
+        else:
+            start += step
+    fits = free_after_reservations(node, reservations) // gpus_per_pod
+    return tuple(starts[len(starts) - fits :]) if fits > 0 else ()
 
 
 def node_slots(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int]) -> list[PodSlot]:
@@ -94,7 +119,7 @@ def node_slots(node: NodeInfo, gpus_per_pod: int, reservations: Mapping[str, int
     return _windows(node, leaf_key(node)[0], starts, gpus_per_pod) if starts else []
 
 
-def _windows(node: NodeInfo, key: str, starts: range, gpus_per_pod: int) -> list[PodSlot]:
+def _windows(node: NodeInfo, key: str, starts: Sequence[int], gpus_per_pod: int) -> list[PodSlot]:
     place = node.place
     name, spine, rack = node.name, place.spine, place.rack or ""
     domain, rail_group = place.nvlink_domain or node.name, place.rail_group

@@ -21,6 +21,9 @@ call this module and nothing else to turn user input into what the planner reads
    gives the pod GPUs.
 3. :func:`workload_problems` — the named workload must run as many pods as the spec needs.
 4. :func:`build_request` — the frozen request (a malformed template is a problem, not a crash).
+5. :func:`fabricfit.fabric.deviceask.device_ask` — for pods that claim their GPUs through DRA,
+   whether fabricfit can allocate their claims itself (``gpu_choice`` enforced, with the NICs
+   the claim asks for) or leaves the devices to kube-scheduler (not enforced, and priced so).
 
 Every problem is one sentence that names the field and echoes at most a short prefix of the
 value, in the words of a YAML document ("a mapping", "a number"), never a Python type name.
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,6 +41,7 @@ from pydantic import ValidationError
 from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.api.models import TrainingTopologySpec, field_names_at
 from fabricfit.api.rules import violations
+from fabricfit.fabric.deviceask import DeviceAsk, device_ask
 from fabricfit.fabric.names import suggestion
 from fabricfit.fabric.objects import shorten
 from fabricfit.fabric.podclaims import PodClaims, pod_claim_gpus
@@ -47,8 +51,9 @@ from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.profiles.choice import choose_profile
 from fabricfit.fabric.schemes import NAMES as SCHEME_NAMES
 from fabricfit.fabric.topology import ClusterSnapshot
+from fabricfit.placement.constraints import usable_nodes
 from fabricfit.placement.layout import validate_layout
-from fabricfit.placement.request import PlacementRequest, TemplateError, request_from_spec
+from fabricfit.placement.request import DRA, PlacementRequest, TemplateError, request_from_spec
 from fabricfit.workloads import KINDS, expected_pods, kind_named, pod_templates, rank_template
 
 __all__ = [
@@ -76,6 +81,7 @@ class Admission:
     template: Mapping[str, Any] | None = None
     request: PlacementRequest | None = None
     problems: tuple[str, ...] = ()
+    devices: DeviceAsk | None = None  # set when the pods claim their GPUs through DRA
 
     @property
     def message(self) -> str:
@@ -121,7 +127,11 @@ def admit_workload(
     if problems:
         return Admission(spec, problems=problems)
     request, problem = build_request(spec, template)
-    return Admission(spec, template, request, (problem,) if problem else ())
+    ask = None
+    if request is not None and request.gpu_source == DRA:
+        ask = device_ask(template, claims or {}, spec.gpus_per_pod)
+        request = replace(request, gpu_choice=ask.choice, nics_per_pod=ask.nics)
+    return Admission(spec, template, request, (problem,) if problem else (), ask)
 
 
 def parse_spec(
@@ -247,20 +257,25 @@ def choose_fabric(
     spec: TrainingTopologySpec,
     snapshot: ClusterSnapshot,
     default: str,
-    override: FabricProfile | str | None = None,
     *,
     catalog: Catalog | None = None,
-    flag: str = "--fabric",
+    request: PlacementRequest | None = None,
+    override: tuple[FabricProfile | str, str] | None = None,
 ) -> tuple[FabricProfile, str]:
     """The fabric a job is priced on, and why, for ``fabricfit plan`` and the operator alike:
-    :func:`fabricfit.fabric.profiles.choice.choose_profile` (``override`` is ``plan --fabric`` or
-    ``--fabric-file``; ``catalog`` the presets plus the custom profiles the process loaded)."""
+    :func:`fabricfit.fabric.profiles.choice.choose_profile` (``override``: ``plan --fabric`` or
+    ``--fabric-file``'s value and the flag's name; ``catalog`` the presets plus the custom
+    profiles the process loaded). With the ``request``, the nodes that vote are those its pods
+    may run on (a GB200 rack the job's nodeSelector keeps it off does not price an H100 job), or
+    every node when none may."""
+    voters = usable_nodes(snapshot.nodes, request) if request is not None else []
+    requested, flag = override if override is not None else (None, "--fabric")
     choice = choose_profile(
-        snapshot.nodes,
+        voters or snapshot.nodes,
         spec_fabric=spec.fabric,
         default=default,
         catalog=catalog or Catalog(),
-        requested=override,
+        requested=requested,
         requested_by=flag,
     )
     return choice.profile, choice.reason

@@ -49,8 +49,10 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.pods import RACES, delete_pod, label_pod, patch_pod, read_pod
 from fabricfit.kube.rest import ApiError, Rest
 from fabricfit.kube.workloads import patch_workload
+from fabricfit.placement.devices import PodDevices
 from fabricfit.reconcile.admission import ADMISSION_MODE
 from fabricfit.reconcile.context import Refusal, Target
+from fabricfit.reconcile.devices import Step, release_onto_devices
 from fabricfit.reconcile.inventory import TopologyKey
 from fabricfit.render.kueue import fit_to_podset, group_podsets, podset_group_name
 from fabricfit.render.pods import build_pin_patch, is_gated, planned_node_of, stuck_on
@@ -288,14 +290,21 @@ def bound_pods(target: Target) -> dict[int, str]:
 
 
 async def pin_pods(
-    rest: Rest, target: Target, plan: Sequence[str], snapshot: ClusterSnapshot
+    rest: Rest,
+    target: Target,
+    plan: Sequence[str],
+    snapshot: ClusterSnapshot,
+    devices: Sequence[PodDevices] = (),
 ) -> Applied:
     """Pin every gated pod to its planned node; report pods whose planned node is unusable.
 
     For a kind whose pods carry no index (a Deployment) a pod gets the next free one in the
     pin patch itself (``workloads.deployment``). The choice depends only on the pods' creation
     order and the indices their labels show, so a pod the watch still shows unpinned gets the
-    same index again (and the patch, guarded by its resourceVersion, fails harmlessly)."""
+    same index again (and the patch, guarded by its resourceVersion, fails harmlessly).
+
+    ``devices`` (per pod index, when fabricfit chose them): each pod's claim is allocated them
+    before its gate is lifted (``reconcile.devices``)."""
     result = Applied()
     kind = kind_named(target.ref.kind)
     assigned: dict[str, int] = {}
@@ -318,6 +327,15 @@ async def pin_pods(
         if planned_node_of(pod) not in (None, node):
             continue  # pinned by an earlier plan; never re-pin a pod elsewhere
         meta = pod.get("metadata") or {}
+        named = devices[index] if index < len(devices) else None
+        ask = target.devices
+        if named is not None and named.node == node and ask is not None and ask.enforced:
+            step = await release_onto_devices(rest, pod, named, ask, snapshot)
+            if step is Step.CONFLICT:
+                result.lost.add(index)
+            elif step is Step.RELEASED:
+                result.pinned.append(meta.get("name") or "")
+            continue
         try:
             await patch_pod(
                 rest,

@@ -1,9 +1,11 @@
-"""The ResourceClaimTemplates and ResourceClaims a workload's pods claim GPUs through.
+"""The ResourceClaimTemplates, ResourceClaims and DeviceClasses a workload's pods claim through.
 
-A pod template names them (``spec.resourceClaims``); what they ask for settles ``gpusPerPod``
-and goes into ``status.gpuAllocation`` (``render.policy``, ``render.devices``). Templates are
-read from the API server in the workload's namespace; claims come from the DRA watch
-(``reconcile.dra``), which already holds every claim of the cluster.
+A pod template names them (``spec.resourceClaims``); what they ask for settles ``gpusPerPod``,
+says whether fabricfit can allocate the pods' claims itself (``fabric.deviceask``: the
+DeviceClasses their requests name give the selectors and config) and goes into
+``status.gpuAllocation`` (``render.devices``). Templates and DeviceClasses are read from the
+API server; claims come from the DRA watch (``reconcile.dra``), which already holds every claim
+of the cluster.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 from fabricfit import policy
 from fabricfit.api.models import TrainingTopologySpec
-from fabricfit.fabric.podclaims import CLAIM_KIND, TEMPLATE_KIND, claim_names
+from fabricfit.fabric.deviceask import DEVICE_CLASS_KIND
+from fabricfit.fabric.podclaims import CLAIM_KIND, TEMPLATE_KIND, claim_names, pod_claims
+from fabricfit.kube.claims import read_device_classes
 from fabricfit.kube.rest import Rest
 from fabricfit.kube.workloads import read_claim_templates
 from fabricfit.reconcile.context import Views
@@ -44,4 +48,7 @@ async def claim_sources(
         meta = claim.get("metadata") or {}
         if meta.get("namespace") == namespace and meta.get("name") in claims:
             found[(CLAIM_KIND, str(meta["name"]))] = claim
+    classes = {r.device_class for c in pod_claims(template, found) for r in c.requests}
+    for name, device_class in (await read_device_classes(rest, classes - {""})).items():
+        found[(DEVICE_CLASS_KIND, name)] = device_class
     return found

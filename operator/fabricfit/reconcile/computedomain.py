@@ -75,9 +75,7 @@ async def settle_compute_domain(
     """Create or check the plan's ComputeDomain and report it (see the module doc)."""
     draft = run.draft
     try:
-        profile: FabricProfile | None = planning.resolve_profile(target.spec, snapshot, run.state)[
-            0
-        ]
+        profile: FabricProfile | None = planning.resolve_profile(target, snapshot, run.state)[0]
     except ProfileError:  # the plan was made on it; a profile gone since is the plan's problem
         profile = None
     span = span_of(target, plan, snapshot, profile)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
+from fabricfit.fabric.deviceask import DeviceAsk
 from fabricfit.fabric.podclaims import PodClaims
 from fabricfit.fabric.profiles import DEFAULT_PROFILE
 from fabricfit.fabric.profiles.catalog import Catalog
@@ -135,6 +136,8 @@ class Target:
     request: PlacementRequest
     claims: PodClaims = field(default_factory=PodClaims)  # GPUs its pods claim through DRA
     scheme: str = "auto"
+    # Whether fabricfit allocates the pods' DRA claims itself, and how (fabric.deviceask).
+    devices: DeviceAsk | None = None
 
     @property
     def ref(self) -> WorkloadRef:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fabricfit.api.constants import DRA_GPU_DRIVER, DRA_GROUP, DRA_VERSION
+from fabricfit.api.constants import DRA_GPU_DRIVER, DRA_GROUP, DRA_NIC_DRIVER, DRA_VERSION
 from fabricfit.kube.discovery import may_list, served_resources
 from fabricfit.kube.mirror import Key, Mirror
 from fabricfit.kube.rest import ApiError, Rest
@@ -29,9 +29,9 @@ Slim = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 
 
 def slim_slice(body: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The GPU driver's slice as the snapshot reads it (None: another driver's)."""
+    """A GPU or NIC driver's slice as the snapshot reads it (None: another driver's)."""
     spec = body.get("spec") or {}
-    if spec.get("driver") != DRA_GPU_DRIVER:
+    if spec.get("driver") not in (DRA_GPU_DRIVER, DRA_NIC_DRIVER):
         return None
     return {
         "metadata": {"name": (body.get("metadata") or {}).get("name")},

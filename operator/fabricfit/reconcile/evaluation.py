@@ -22,16 +22,17 @@ from fabricfit.placement.maintenance import Move, waiting_moves
 from fabricfit.reconcile.applying import bound_pods, stuck_pods
 from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.draft import StatusDraft
-from fabricfit.render.pods import is_gated, planned_node_of
+from fabricfit.render.pods import planned_node_of
 from fabricfit.render.workload import PINNING_MODES
 
 MAX_LISTED = 8
 
 
 def is_pinned_or_bound(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName")) or (
-        not is_gated(pod) and planned_node_of(pod) is not None
-    )
+    """Whether the pod has started on its plan: bound, or pinned to its node. A device-exact
+    plan pins a pod before its claim is allocated and lifts the gate after (reconcile.devices),
+    so a pinned pod counts whether or not it is still gated: its plan is kept."""
+    return bool((pod.get("spec") or {}).get("nodeName")) or planned_node_of(pod) is not None
 
 
 def _node_problem(snapshot: ClusterSnapshot, node: str) -> str | None:

@@ -94,8 +94,12 @@ def slim_pod(body: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _slim_status(status: Mapping[str, Any], *, bound: bool) -> dict[str, Any]:
     """The phase, and for an unbound pod its ``PodScheduled`` condition (a pinned pod that
-    kube-scheduler calls Unschedulable is re-placed: ``render.pods.stuck_on``)."""
+    kube-scheduler calls Unschedulable is re-placed: ``render.pods.stuck_on``) and the names of
+    its own ResourceClaims (``reconcile.devices`` allocates them)."""
     slim: dict[str, Any] = {"phase": status.get("phase")}
+    claims = status.get("resourceClaimStatuses")
+    if claims and not bound:  # the pod's own ResourceClaims: device-exact placement allocates them
+        slim["resourceClaimStatuses"] = claims
     if not bound:
         scheduled = [
             {"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
@@ -196,13 +200,26 @@ class Ledger:
     def merged(
         self, watched: Mapping[TopologyKey, Holding]
     ) -> dict[TopologyKey, Mapping[str, int]]:
-        """Per topology, the newest known reservation (deleted topologies drop out)."""
+        """Per topology, the newest known reservation of GPUs by count (deleted topologies drop
+        out); devices a plan names are held device by device (:meth:`device_holds`)."""
         result: dict[TopologyKey, Mapping[str, int]] = {}
         for key, seen in watched.items():
             newest = self.newest(key, seen)
             if newest is not None:
-                result[key] = newest.plan.reservation
+                result[key] = newest.plan.count_reservation
         return result
+
+    def device_holds(
+        self, me: TopologyKey, watched: Mapping[TopologyKey, Holding]
+    ) -> dict[str, frozenset[str]]:
+        """The DRA GPUs other plans chose, per node (whether or not their claims are allocated
+        yet: an allocated one is held by its claim too, and a set counts it once)."""
+        held: dict[str, frozenset[str]] = {}
+        for key, seen in watched.items():
+            newest = self.newest(key, seen) if key != me else None
+            for node, gpus in (newest.plan.device_holds if newest is not None else {}).items():
+                held[node] = held.get(node, frozenset()) | gpus
+        return held
 
 
 def holds_of_others(

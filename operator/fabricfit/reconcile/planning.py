@@ -32,15 +32,17 @@ from fabricfit.placement import (
     PlacementRequest,
     plan_placement,
 )
-from fabricfit.placement.constraints import node_rejection
+from fabricfit.placement.constraints import constraints_key, inputs_digest, node_rejection
 from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.pairing import Partner
 from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.policy.devices import settle_devices
 from fabricfit.policy.pairing import partner_of
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.detected import flat_warning_of
+from fabricfit.reconcile.devices import devices_still_ours
 from fabricfit.reconcile.inventory import holds_of_others
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
@@ -56,16 +58,19 @@ class PlanResult:
 
 
 def resolve_profile(
-    spec: TrainingTopologySpec, snapshot: ClusterSnapshot, state: OperatorState
+    target: Target, snapshot: ClusterSnapshot, state: OperatorState
 ) -> tuple[FabricProfile, str]:
     """The fabric this job is priced on and why: the policy ``fabricfit plan`` shares (a vote
-    of the nodes' facts, taken once while they hold)."""
-    config = state.config
+    of the facts of the nodes its pods may use, taken once while they hold)."""
+    config, spec, request = state.config, target.spec, target.request
 
     def choose() -> tuple[FabricProfile, str]:
-        return policy.choose_fabric(spec, snapshot, config.default_fabric, catalog=config.catalog)
+        return policy.choose_fabric(
+            spec, snapshot, config.default_fabric, catalog=config.catalog, request=request
+        )
 
-    return state.per_facts.get(snapshot, ("fabric", spec.fabric), choose)
+    key = ("fabric", spec.fabric, constraints_key(request))
+    return state.per_facts.get(snapshot, key, choose)
 
 
 def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
@@ -115,6 +120,11 @@ def plan_still_fits(run: Run, target: Target, snapshot: ClusterSnapshot) -> bool
     matching the workload's constraints (which may have appeared after planning), with room for
     its pods once other plans' holds are taken out."""
     spec, request, views = target.spec, target.request, run.views_of()
+    if run.record.devices:  # device-exact: its own claims count as used GPUs; ask by device
+        own = {str((p.get("metadata") or {}).get("name")) for p in target.pods}
+        others = run.state.ledger.device_holds(run.key, views.topologies)
+        usable = all(node_available(views, n) for n in run.record.nodes)
+        return usable and devices_still_ours(run.record.devices, views.claims, own, others)
     held = holds_of_others(
         run.key, run.state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
     )
@@ -153,7 +163,7 @@ def capacity_fingerprint(
         if per_facts is not None
         else _facts_hash(snapshot)
     )
-    free = tuple(n.free_gpus for n in snapshot.nodes)
+    free = tuple((n.free_gpus, n.held_gpus) for n in snapshot.nodes)
     return hash((static, free, tuple(sorted(held.items())), request))
 
 
@@ -169,15 +179,21 @@ def _facts_hash(snapshot: ClusterSnapshot) -> int:
 def _inputs(
     run: Run, target: Target
 ) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
-    """What a plan reads, taken under the lock: snapshot, request, profile, others' holds."""
+    """What a plan reads, taken under the lock: snapshot, request, profile, others' holds.
+    Who picks the GPUs is settled here (``policy.devices``): a device-exact plan gets the
+    snapshot with every device held (claims, other plans' chosen devices) marked."""
     state, views = run.state, run.views_of()
     snapshot = fresh_snapshot(state, views, target.scheme)
     held = holds_of_others(
         run.key, state.ledger.merged(views.topologies), views.pods, snapshot.claimed_by_pod
     )
-    profile, why = resolve_profile(target.spec, snapshot, state)
+    profile, why = resolve_profile(target, snapshot, state)
     run.draft.set(fabricReason=why[:512])
-    return snapshot, with_partner(run, target)[0], profile, held
+    request = with_partner(run, target)[0]
+    devices = state.ledger.device_holds(run.key, views.topologies)
+    choice = settle_devices(request, target.devices, snapshot, devices)
+    run.draft.set(gpuChoice=choice.request.gpu_choice)
+    return choice.snapshot, choice.request, profile, held
 
 
 def with_partner(run: Run, target: Target) -> tuple[PlacementRequest, str | None]:
@@ -238,6 +254,7 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             planned_at=datetime.now(UTC),
         )
         draft.set(**(fields if flat is None else without_efficiency(fields)))
+        draft.set(planInputs=inputs_digest(request))  # what decide_plan re-checks it against
         draft.condition(Reason.PLANNED, _summary(decision, flat))
         await write_status(run)
         return PlanResult(decision, snapshot)

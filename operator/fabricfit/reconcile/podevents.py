@@ -6,8 +6,9 @@ A gated pod of a TrainingTopology appearing (a Job's pods are created after the 
 recreated after a failure) should be pinned at once, not at the next resync. :func:`on_pod_event`
 first tries the fast path, :func:`pin_from_plan`: the plan the watch (or our own last write)
 shows, the pod's index from its labels alone, one patch. When only a full reconcile can decide
-(no current plan, a kind whose index needs the workload, a planned node that is unusable) it
-reads the TrainingTopology and reconciles it, which re-places pods whose node is gone.
+(no current plan, a kind whose index needs the workload, a planned node that is unusable, a
+plan that names the pods' DRA devices, whose claims the reconcile allocates first) it reads the
+TrainingTopology and reconciles it, which re-places pods whose node is gone.
 
 :func:`release` runs on deletion: it drops the reservation, removes fabricfit's gate from the
 workload's pod templates where the API server lets them change, and lifts the gate of every pod
@@ -121,6 +122,8 @@ async def pin_from_plan(
             return None
         if holding.mode not in PINNING_MODES:
             return None
+        if holding.plan.devices:
+            return None  # device-exact: the pod's claim is allocated first (reconcile.devices)
         kind = kind_named(holding.kind)
         if kind is None or not kind.index_without_workload:
             return None

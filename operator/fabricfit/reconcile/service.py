@@ -41,7 +41,7 @@ so the metrics observer neither parses nor plans again.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NoReturn
@@ -49,12 +49,14 @@ from typing import Any, NoReturn
 from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import TOPOLOGY_LABEL
-from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.models import MAX_GPUS_PER_POD, TrainingTopologySpec
 from fabricfit.fabric.podclaims import PodClaims, pod_claim_gpus
 from fabricfit.fabric.profiles import ProfileError
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.workloads import UnsupportedWorkloadError, read_workload
 from fabricfit.placement import PlacementDecision, build_layout
+from fabricfit.placement.constraints import inputs_digest
+from fabricfit.placement.devices import PodDevices, pod_devices
 from fabricfit.placement.maintenance import drained
 from fabricfit.policy.kueuecheck import templates_gated
 from fabricfit.policy.pairing import pairing_problems
@@ -243,7 +245,9 @@ async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
         [t for _, t in pod_templates(target.ref.kind, target.workload or {})]
     )
     if spec.placement.mode in PINNING_MODES and may_pin:
-        plan = await _pin(run, target, plan, snapshot)
+        fresh = found.decision
+        named = pod_devices(fresh, MAX_GPUS_PER_POD) if fresh else run.record.devices
+        plan = await _pin(run, target, plan, snapshot, named)
     evaluation.evaluate(run.draft, target, plan, snapshot)
 
 
@@ -256,16 +260,19 @@ async def _target(run: Run, body: Mapping[str, Any], parsed: TrainingTopologySpe
     assert spec is not None and spec.workload_ref is not None and request is not None
     pods = workload_pods(run.key, spec.workload_ref.kind, workload, views)
     claimed = pod_claim_gpus(template, claims) if template is not None else PodClaims()
-    run.draft.set(gpuAllocation=gpu_allocation(claimed))
+    run.draft.set(gpuAllocation=gpu_allocation(claimed, admitted.devices))
     scheme = planning.scheme_of(spec, run.state)
-    return Target(spec, workload, template, tuple(pods), request, claimed, scheme)
+    return Target(spec, workload, template, tuple(pods), request, claimed, scheme, admitted.devices)
 
 
 def decide_plan(record: PlanRecord, target: Target, generation: int) -> PlanStep:
-    """Keep a started plan, re-check one made for this generation, else plan (pure)."""
+    """Keep a started plan, re-check one made for this generation and for the constraints the
+    workload's template has now (a plan made while it was absent is made again), else plan
+    (pure)."""
     if record.pods and any(evaluation.is_pinned_or_bound(p) for p in target.pods):
         return PlanStep.KEEP
-    if record.made_for(generation) and len(record.pods) == target.spec.pods:
+    same_inputs = record.inputs in (None, inputs_digest(target.request))  # None: an older plan
+    if record.made_for(generation) and len(record.pods) == target.spec.pods and same_inputs:
         return PlanStep.RECHECK
     return PlanStep.PLAN
 
@@ -327,10 +334,14 @@ def decide_intent(
 
 
 async def _pin(
-    run: Run, target: Target, plan: tuple[str, ...], snapshot: ClusterSnapshot
+    run: Run,
+    target: Target,
+    plan: tuple[str, ...],
+    snapshot: ClusterSnapshot,
+    devices: Sequence[PodDevices] = (),
 ) -> tuple[str, ...]:
     rest, draft = run.state.rest, run.draft
-    pinned = await applying.pin_pods(rest, target, plan, snapshot)
+    pinned = await applying.pin_pods(rest, target, plan, snapshot, devices)
     draft.pins += len(pinned.pinned)
     lost = pinned.lost | set(drained(plan, snapshot))
     if lost:

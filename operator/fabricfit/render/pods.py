@@ -42,11 +42,16 @@ def node_requirement(node: str) -> dict[str, Any]:
 
 
 def build_pin_patch(
-    pod: Mapping[str, Any], node: str, labels: Mapping[str, str] | None = None
+    pod: Mapping[str, Any],
+    node: str,
+    labels: Mapping[str, str] | None = None,
+    *,
+    ungate: bool = True,
 ) -> list[dict[str, Any]]:
     """JSON Patch that pins ``pod`` to ``node`` and removes our gate (see the module doc);
     ``labels`` are set in the same patch (a Deployment pod's index, ``workloads.deployment``),
-    guarded like the affinity by the resourceVersion read.
+    guarded like the affinity by the resourceVersion read; ``ungate=False`` pins only
+    (device-exact placement lifts the gate once the pod's claim is allocated).
 
     Raises ValueError when the pod is already pinned to another node: affinity can only be
     narrowed, so such a pod must be recreated, not re-pinned.
@@ -56,7 +61,10 @@ def build_pin_patch(
         raise ValueError(f"pod is already pinned to node {current!r}, not {node!r}")
     affinity_ops = [] if current == node else _affinity_ops(pod, node)
     changes = [*_label_ops(pod, labels or {}), *affinity_ops]
-    return [*_version_test(pod, changes), *_gate_test(pod), *changes, *_gate_remove(pod)]
+    if not ungate and not changes:
+        return []
+    tests, removal = (_gate_test(pod), _gate_remove(pod)) if ungate else ([], [])
+    return [*_version_test(pod, changes), *tests, *changes, *removal]
 
 
 def _label_ops(pod: Mapping[str, Any], labels: Mapping[str, str]) -> list[dict[str, Any]]:

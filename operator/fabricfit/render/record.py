@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricfit.api.rules import MAX_PODS
+from fabricfit.placement.devices import PodDevices
 from fabricfit.placement.quality import PlanQuality
 from fabricfit.placement.replace import Replacement
 from fabricfit.render.status import format_seconds, prediction_fields, spares_fields
@@ -36,9 +37,27 @@ class PlanRecord:
     generation: int | None = None
     fabric: str | None = None
     label_scheme: str | None = None
+    inputs: str | None = None  # the constraints digest the plan was made with
     step_comm_seconds: float | None = None
     groups: Mapping[str, int] = field(default_factory=dict)
     quality: PlanQuality | None = None
+    # Per pod index, the DRA devices the plan chose (empty: fabricfit does not choose them).
+    devices: tuple[PodDevices, ...] = ()
+
+    @property
+    def device_holds(self) -> dict[str, frozenset[str]]:
+        """GPUs the plan chose, per node: other plans must leave them alone."""
+        held: dict[str, set[str]] = {}
+        for pod in self.devices:
+            held.setdefault(pod.node, set()).update(pod.gpus)
+        return {node: frozenset(gpus) for node, gpus in held.items()}
+
+    @property
+    def count_reservation(self) -> Mapping[str, int]:
+        """The reservation of the nodes whose devices the plan does not name (those it names
+        are held device by device, ``device_holds``)."""
+        named = self.device_holds
+        return {n: g for n, g in self.reservation.items() if n not in named}
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -58,12 +77,15 @@ def read_plan(status: Mapping[str, Any] | None) -> PlanRecord:
     predicted = predicted if isinstance(predicted, Mapping) else {}
     seconds = predicted.get("stepCommSeconds")
     groups = _counts(predicted.get("groups"))
+    pods = _pods(status.get("pods"))
     return PlanRecord(
-        pods=_pods(status.get("pods")),
+        pods=pods,
+        devices=_devices(status.get("pods"), pods),
         reservation=_reservation(status.get("reservation")),
         generation=generation if isinstance(generation, int) else None,
         fabric=_text(status.get("fabric")),
         label_scheme=_text(status.get("labelScheme")),
+        inputs=_text(status.get("planInputs")),
         step_comm_seconds=float(seconds) if isinstance(seconds, int | float) else None,
         groups=groups,
         quality=_quality(predicted, groups),
@@ -95,6 +117,26 @@ def _pods(items: Any) -> tuple[str, ...]:
     if sorted(by_index) != list(range(len(by_index))):
         return ()
     return tuple(by_index[i] for i in range(len(by_index)))
+
+
+def _devices(items: Any, pods: tuple[str, ...]) -> tuple[PodDevices, ...]:
+    """Every pod's recorded devices, or () unless every pod of the plan has GPUs named."""
+    found: dict[int, PodDevices] = {}
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, Mapping) or not isinstance(item.get("index"), int):
+            continue
+        gpus, nics = _names(item.get("devices")), _names(item.get("nics"))
+        if gpus and 0 <= item["index"] < len(pods):
+            found[item["index"]] = PodDevices(pods[item["index"]], gpus, nics)
+    if not pods or sorted(found) != list(range(len(pods))):
+        return ()
+    return tuple(found[i] for i in range(len(pods)))
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in value if isinstance(v, str) and v)
 
 
 def _reservation(items: Any) -> dict[str, int]:

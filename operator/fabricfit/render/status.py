@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.models import MAX_GPUS_PER_POD, TrainingTopologySpec
 from fabricfit.api.rules import MAX_PODS
 from fabricfit.api.status import (
     DATE_TIME_PATTERN,
@@ -41,6 +41,7 @@ from fabricfit.api.status import (
 )
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision, ServingTimes, StepTimes
+from fabricfit.placement.devices import pod_devices
 from fabricfit.placement.layout import GROUP_KINDS, Groups
 from fabricfit.placement.quality import PlanQuality, decision_quality
 from fabricfit.placement.spares import SpareSet
@@ -117,9 +118,8 @@ def build_plan_status(
         "workload": f"{ref.kind}/{ref.name}" if ref is not None else None,
         "worldSize": spec.world_size,
         "gpusPerPod": spec.gpus_per_pod,
-        "pods": [{"index": i, "node": n} for i, n in enumerate(decision.pods[:MAX_PODS])]
-        if feasible
-        else [],
+        "pods": pods_fields(decision) if feasible else [],
+        "gpuChoice": decision.gpu_choice if feasible else None,
         "reservation": [
             {"node": node, "gpus": gpus}
             for node, gpus in sorted(reservation.items())[:MAX_PODS]
@@ -139,6 +139,20 @@ def build_plan_status(
         "plannedAt": timestamp(planned_at) if planned_at is not None else None,
         "spares": spares_fields(decision.spares),
     }
+
+
+def pods_fields(decision: PlacementDecision) -> list[dict[str, Any]]:
+    """``status.pods``: each pod's node and, when the plan chose them, its DRA devices."""
+    named = pod_devices(decision, MAX_GPUS_PER_POD)
+    out: list[dict[str, Any]] = []
+    for index, node in enumerate(decision.pods[:MAX_PODS]):
+        entry: dict[str, Any] = {"index": index, "node": node}
+        if named:
+            entry["devices"] = list(named[index].gpus)
+            if named[index].nics:
+                entry["nics"] = list(named[index].nics)
+        out.append(entry)
+    return out
 
 
 def without_efficiency(fields: Mapping[str, Any]) -> dict[str, Any]:

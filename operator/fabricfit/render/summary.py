@@ -144,6 +144,18 @@ def spares_line(spares: SpareSet) -> str | None:
     )
 
 
+def cross_rail_line(decision: PlacementDecision) -> str:
+    """Which groups' traffic between nodes changes rails (climbs above the leaf switch)."""
+    crossing = [
+        f"{dim} {n} of {len(decision.groups.get(dim, ()))}"
+        for dim, n in decision.cross_rail.items()
+        if n
+    ]
+    if not crossing:
+        return "rails: no group's traffic between nodes changes rails"
+    return f"rails: groups whose traffic between nodes changes rails: {', '.join(crossing)}"
+
+
 def build_summary(
     decision: PlacementDecision,
     snapshot: ClusterSnapshot | None = None,
@@ -173,6 +185,7 @@ def build_summary(
         lines.extend(_times_table(decision.predicted, lower))
         if decision.predicted.serving is not None:
             lines.append(serving_line(decision.predicted.serving))
+        lines.append(cross_rail_line(decision))
         lines.append(f"candidate: {decision.candidate}")
         lines.append("pods:")
         lines.extend(_pod_lines(decision, snapshot))

@@ -47,10 +47,15 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
     **KUEUE_CLUSTER_RULES,
 }
-# Cluster-wide in either mode: DRA's ResourceSlices and every namespace's ResourceClaims.
+# Cluster-wide in either mode: DRA's ResourceSlices and every namespace's ResourceClaims, the
+# claims fabricfit allocates itself (their status and the synthetic binding subresource, checked
+# at cluster scope) and the DeviceClasses they name.
 DRA_RULES: dict[tuple[str, str], set[str]] = {
     ("resource.k8s.io", "resourceslices"): {"list", "watch"},
-    ("resource.k8s.io", "resourceclaims"): {"list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
+    ("resource.k8s.io", "resourceclaims/status"): {"update"},
+    ("resource.k8s.io", "resourceclaims/binding"): {"update"},
+    ("resource.k8s.io", "deviceclasses"): {"get"},
 }
 
 

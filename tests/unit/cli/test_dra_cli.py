@@ -103,3 +103,39 @@ def test_garbage_slices_file_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_p
     bad.write_text("items: [1, {")
     assert main(["inspect", "--nodes", NODES, "--resource-slices", str(bad)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_plan_names_every_ranks_gpu_and_the_nic_on_its_root(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    slices = str(DRA / "resourceslices-h100-4-nics.json")
+    code = main(
+        ["plan", "--nodes", NODES, "--topology", str(DRA / "job-devices.yaml"), "--json",
+         "--resource-slices", slices, "--resource-claims", CLAIMS]
+    )  # fmt: skip
+    body = json.loads(capsys.readouterr().out)
+    assert code == 0 and body["gpuChoice"] == "enforced"
+    published = json.loads(Path(slices).read_text())["items"]
+    roots = {
+        (s["spec"]["pool"]["name"], d["name"]): d["attributes"]
+        .get("resource.kubernetes.io/pcieRoot", {})
+        .get("string")
+        for s in published
+        for d in s["spec"]["devices"]
+    }
+    taken = {("dra-h100-0", f"gpu-{i}") for i in range(8)}  # tenant-a's claim holds them
+    named = [(a["node"], a["device"], a["nic"]) for a in body["assignments"]]
+    assert len({(n, d) for n, d, _ in named}) == 16 and not {(n, d) for n, d, _ in named} & taken
+    assert all(roots[(n, d)] == roots[(n, nic)] for n, d, nic in named)
+    assert set(body["crossRail"]) == {"tensor", "context", "expert", "data", "pipeline"}
+
+
+def test_a_device_plugin_plan_says_nothing_enforces_its_windows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    nodes = str(Path(__file__).resolve().parents[2] / "fixtures" / "nodes" / "native-h100-16.json")
+    code = main(["plan", "--nodes", nodes, "--topology", BARE])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "GPUs: not enforced: the device plugin picks" in out
+    assert "rails: " in out

@@ -136,7 +136,7 @@ def test_bad_arguments_raise_cost_error(kwargs: dict[str, object], message: str)
 
 def test_summary_of_known_layouts() -> None:
     shape = summarize_group(node_gpus(4, 8))
-    assert shape == GroupShape(32, 4, 4, 8, 8, 8, 8, 1, False, 1, True)
+    assert shape == GroupShape(32, 4, 4, 8, 8, 8, 8, 1, False, 1, True, True, False)
     assert not shape.crosses_spine
     one_per_node = summarize_group([s for s in node_gpus(4, 8) if s.gpu == 3])
     assert (one_per_node.min_nics_per_domain, one_per_node.rail_aligned) == (1, True)

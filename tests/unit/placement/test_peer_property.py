@@ -30,11 +30,13 @@ from fabricfit.fabric.profiles import FabricProfile, get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement import search
 from fabricfit.placement.costing import StepModel
+from fabricfit.placement.handout import Handout
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.peers.kueue_bestfit import LEVELS
 from fabricfit.placement.pricing import price_pods
-from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.request import ENFORCED, GPU_CHOICES, PlacementRequest
+from fabricfit.placement.scoring import price_slots
 from fabricfit.placement.search import plan_placement
 from fabricfit.placement.slots import build_leaf_domains
 from unit.placement.clusters import full_except, make_cluster
@@ -54,6 +56,7 @@ def jobs(draw: st.DrawFn, gpus: int) -> PlacementRequest:
         gpus_per_pod = 1
     moe = expert > 1
     return PlacementRequest(
+        gpu_choice=draw(st.sampled_from(GPU_CHOICES)),
         parallelism=Parallelism(tensor=tensor, pipeline=pipeline, data=data, expert=expert),
         gpus_per_pod=gpus_per_pod,
         rank_order=draw(st.sampled_from(ORDERS)),
@@ -118,7 +121,10 @@ def ours_and_theirs(
     if None in peers or not decision.feasible or decision.predicted is None:
         return None
     model = StepModel(snapshot, layout, request, profile)
-    theirs = min(model.predict(model.rank_slots(p)).step_comm_seconds for p in peers if p)
+    # Both priced on the GPUs the pods get: the plan's own windows when fabricfit enforces them,
+    # else the device plugin's hand-out (placement.handout), Kueue's pods and ours alike.
+    handout = None if request.gpu_choice == ENFORCED else Handout(domains)
+    theirs = min(price_slots(model, handout, p).predicted.step_comm_seconds for p in peers if p)
     return decision.predicted.step_comm_seconds, theirs
 
 

@@ -11,7 +11,7 @@ from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement import search
 from fabricfit.placement.decision import PlacementDecision
-from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.request import ENFORCED, NOT_ENFORCED, PlacementRequest
 from fabricfit.placement.search import plan_placement
 from unit.placement.clusters import full_except, make_cluster
 
@@ -23,12 +23,14 @@ def _plan(snapshot: ClusterSnapshot, gpus_per_pod: int = 8, **kwargs: object) ->
     data_required = bool(kwargs.pop("data_required", False))
     tensor_required = bool(kwargs.pop("tensor_required", True))
     reservations = kwargs.pop("reservations", {})
+    gpu_choice = str(kwargs.pop("gpu_choice", NOT_ENFORCED))
     request = PlacementRequest(
         parallelism=Parallelism(**kwargs),  # type: ignore[arg-type]
         gpus_per_pod=gpus_per_pod,
         model=MODEL,
         data_required=data_required,
         tensor_required=tensor_required,
+        gpu_choice=gpu_choice,
     )
     return plan_placement(snapshot, request, PROFILE, reservations=reservations)  # type: ignore[arg-type]
 
@@ -203,15 +205,16 @@ def test_the_packing_tie_break_never_changes_the_predicted_communication() -> No
 def test_the_tie_break_does_not_cross_the_spine_to_pack_tighter() -> None:
     # A fragmented two-spine cluster (a seeded draw where this bit): three 4-GPU pods fit one
     # spine, or pack tighter across both for the same predicted time (within COMM_TIE). The
-    # tie-break takes the plan that sends no byte over the spine; packing comes second.
+    # tie-break takes the plan that sends no byte over the spine; packing comes second. The
+    # windows are the plan's own (enforced): handed-out windows would leave no such plan.
     used = {"n000": 4, "n001": 4, "n004": 8, "n005": 4, "n006": 8, "n008": 2, "n010": 2,
             "n011": 8, "n012": 8, "n013": 8, "n014": 8, "n015": 2, "n016": 8, "n017": 4,
             "n018": 2, "n019": 4, "n021": 2, "n023": 2, "n024": 4, "n026": 4, "n027": 2,
             "n030": 4, "n031": 8}  # fmt: skip
     snapshot = make_cluster(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=8, used=used)
-    decision = _plan(snapshot, gpus_per_pod=4, tensor=4, data=3)
+    decision = _plan(snapshot, gpus_per_pod=4, tensor=4, data=3, gpu_choice=ENFORCED)
     assert decision.predicted is not None and decision.predicted.spine_bytes_per_step == 0.0
     with patch.object(search, "_best_packed", lambda chosen, *_: chosen):
-        unpacked = _plan(snapshot, gpus_per_pod=4, tensor=4, data=3)
+        unpacked = _plan(snapshot, gpus_per_pod=4, tensor=4, data=3, gpu_choice=ENFORCED)
     assert unpacked.predicted is not None
     assert decision.predicted.step_comm_seconds <= unpacked.predicted.step_comm_seconds

@@ -205,7 +205,8 @@ def test_choose_fabric_follows_override_spec_labels_default() -> None:
     assert parsed is not None
     with_spec = parsed.model_copy(update={"fabric": "dgx-b200"})
     labelled = cluster_with_fabrics("dgx-a100", "dgx-a100", None)
-    assert choose_fabric(parsed, labelled, "dgx-h100", override="dgx-h200")[0].name == "dgx-h200"
+    override = ("dgx-h200", "--fabric")
+    assert choose_fabric(parsed, labelled, "dgx-h100", override=override)[0].name == "dgx-h200"
     assert choose_fabric(with_spec, labelled, "dgx-h100")[0].name == "dgx-b200"
     assert choose_fabric(parsed, labelled, "dgx-h100")[0].name == "dgx-a100"  # 2 votes to 1
     assert choose_fabric(parsed, cluster_with_fabrics(), "dgx-h100")[0].name == "dgx-h100"
@@ -277,3 +278,30 @@ def test_admission_check_mode_is_refused_for_kinds_kueue_admits_by_their_pods() 
         assert f"not available for a {kind}" in problem
         pinned, _ = parse_spec({**raw, "placement": {"mode": "pinned"}})
         assert pinned is not None and workload_problems(pinned, None) == ()
+
+
+def test_only_the_nodes_a_job_may_use_vote_for_its_fabric() -> None:
+    """A GB200 majority elsewhere does not price a job whose nodeSelector keeps it on H100s."""
+    from fabricfit.fabric.snapshot import build_snapshot
+    from fabricfit.placement import request_from_spec
+    from fabricfit.policy import choose_fabric
+
+    parsed, _ = parse_spec(BASE)
+    assert parsed is not None
+    nodes = [
+        {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {
+            "topology.fabricfit.dev/fabric": fabric, "pool": pool}},
+         "status": {"allocatable": {"nvidia.com/gpu": "4"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}}
+        for i, (fabric, pool) in enumerate(
+            [("gb200-nvl72", "racks")] * 3 + [("dgx-h100", "hgx")] * 2
+        )
+    ]  # fmt: skip
+    snapshot = build_snapshot(nodes, default_fabric="dgx-h100")
+    template = {"spec": {"nodeSelector": {"pool": "hgx"}, "containers": [{"name": "c"}]}}
+    request = request_from_spec(parsed, template)
+    assert choose_fabric(parsed, snapshot, "x")[0].name == "gb200-nvl72"  # the whole cluster
+    profile, why = choose_fabric(parsed, snapshot, "x", request=request)
+    assert profile.name == "dgx-h100" and "2" in why
+    nowhere = request_from_spec(parsed, {"spec": {"nodeSelector": {"pool": "none"}}})
+    assert choose_fabric(parsed, snapshot, "x", request=nowhere)[0].name == "gb200-nvl72"

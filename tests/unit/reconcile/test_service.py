@@ -10,6 +10,7 @@ import pytest
 from fabricfit.api.conditions import ConditionType, Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.kube.rest import ApiError
+from fabricfit.placement.constraints import inputs_digest
 from fabricfit.reconcile import service
 from fabricfit.reconcile.context import Target
 from fabricfit.reconcile.planning import fresh_snapshot
@@ -147,6 +148,37 @@ def test_decide_plan_keeps_started_jobs_and_rechecks_current_plans() -> None:
     assert decide_plan(record, _target([]), 2) is PlanStep.PLAN  # the spec changed
     assert decide_plan(PlanRecord(pods=("a",), generation=1), _target([]), 1) is PlanStep.PLAN
     assert decide_plan(PlanRecord(), _target([bound]), 1) is PlanStep.PLAN
+
+
+def test_a_plan_made_on_other_constraints_is_made_again() -> None:
+    """A plan made while the workload was absent (no nodeSelector yet) is not kept once the
+    template says where its pods may run; a plan with no digest (older operator) is."""
+    target = _target([gated_pod(0)])
+    same = inputs_digest(target.request)
+    assert decide_plan(PlanRecord(pods=("a", "b"), generation=1, inputs=same), target, 1) is (
+        PlanStep.RECHECK
+    )
+    assert decide_plan(PlanRecord(pods=("a", "b"), generation=1, inputs="0" * 16), target, 1) is (
+        PlanStep.PLAN
+    )
+    assert decide_plan(PlanRecord(pods=("a", "b"), generation=1), target, 1) is PlanStep.RECHECK
+
+
+def test_a_plan_made_before_its_workload_follows_the_templates_node_selector() -> None:
+    world = World(topology())  # no Job yet: planned on every node, reserved
+    reconcile(world)
+    first = world.status()["pods"]
+    assert world.status()["planInputs"]
+    pool = {n["metadata"]["name"]: n for n in world.nodes}
+    chosen = sorted({p["node"] for p in first})
+    elsewhere = [n for n in sorted(pool) if n not in chosen][:2]
+    for name in elsewhere:
+        pool[name]["metadata"].setdefault("labels", {})["team"] = "b"
+    body = job()
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"team": "b"}
+    world.api.put(JOB_PATH, body)
+    reconcile(world)
+    assert sorted({p["node"] for p in world.status()["pods"]}) == elsewhere
 
 
 def test_decide_intent_names_the_rail_group_key_and_kueue_levels_only_in_kueue_mode() -> None:

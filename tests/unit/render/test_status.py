@@ -76,6 +76,7 @@ def test_placed_status() -> None:
         "workload": "Job/llama",
         "worldSize": 32,
         "gpusPerPod": 8,
+        "gpuChoice": "not-enforced",
         "pods": [
             {"index": 0, "node": "n1"},
             {"index": 1, "node": "n0"},
@@ -172,6 +173,7 @@ def test_infeasible_status_clears_the_previous_plan() -> None:
         "workload": "Job/llama",
         "worldSize": 32,
         "gpusPerPod": 8,
+        "gpuChoice": None,
         "pods": [],
         "reservation": [],
         "predicted": None,

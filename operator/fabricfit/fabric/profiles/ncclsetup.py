@@ -14,7 +14,11 @@ A profile field takes a list of NCCL's names or NCCL's own string (``"Simple,LL1
 per-collective lists (``"allreduce:tree;..."``) are not supported. Values are stored as NCCL's
 canonical names in NCCL's order, so equal set-ups compare equal. ``nccl_version`` names the
 NCCL release the platform runs (``"2.26.2"``): NCCL's tuner constants change between releases,
-and the model's choice follows the release's (:mod:`fabricfit.cost.nccl`).
+and the model's choice follows the release's (:mod:`fabricfit.cost.nccl`). ``pxn_enabled`` is
+PXN for point-to-point traffic across nodes (send/recv, all-to-all): on by default since NCCL
+2.12 (``NCCL_PXN_DISABLE`` 0, ``src/graph/paths.cc:668``; ``NCCL_P2P_PXN_LEVEL`` 2,
+``src/graph/search.cc:1397-1398`` @5067397c), off with ``NCCL_PXN_DISABLE=1`` or
+``NCCL_P2P_PXN_LEVEL=0``; :func:`pxn_active` also turns it off for a release before 2.12.
 """
 
 from __future__ import annotations
@@ -51,7 +55,15 @@ BUFFSIZE_RANGE: Final = (1 << 16, 1 << 30)
 # prints it (subsystem ENV, on by default): "NCCL_ALGO set by environment to Ring" and
 # "NCCL_PROTO ..." (tuning.cc:455-460 @5067397c), parameters as "NCCL_NVLS_ENABLE set by
 # environment to 0." (misc/param.cc:100).
-RUN_ENV_KEYS: Final = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_BUFFSIZE")
+RUN_ENV_KEYS: Final = (
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_BUFFSIZE",
+    "NCCL_PXN_DISABLE",
+    "NCCL_P2P_PXN_LEVEL",
+)
+PXN_FROM_RELEASE: Final = (2, 12, 0)  # NCCL 2.12 introduced PXN (NVIDIA's 2.12 release notes)
 
 
 class NcclSetupError(ValueError):
@@ -126,10 +138,20 @@ def run_env_fields(key: str, value: str) -> dict[str, object]:
         raise NcclSetupError(f"{key} must be an integer, got {value[:40]!r}")
     if key == "NCCL_NVLS_ENABLE":
         return {"nvls_enabled": int(number) != 0}
+    if key == "NCCL_PXN_DISABLE":
+        return {"pxn_enabled": int(number) != 1}  # paths.cc: ncclPxnDisable(comm) != 1
+    if key == "NCCL_P2P_PXN_LEVEL":
+        return {"pxn_enabled": int(number) != 0}  # search.cc: level 0, no PXN for p2p
     low, high = BUFFSIZE_RANGE
     if not low <= int(number) <= high:
         raise NcclSetupError(f"{key} must be between {low} and {high} bytes, got {number}")
     return {"nccl_buffsize": int(number)}
+
+
+def pxn_active(enabled: bool, version: str | None) -> bool:
+    """Whether NCCL relays p2p traffic to the peer's rail (PXN): set up so, in a release that
+    has it (None: the release the model follows, which does)."""
+    return enabled and (version is None or release(version) >= PXN_FROM_RELEASE)
 
 
 _RELEASE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})")

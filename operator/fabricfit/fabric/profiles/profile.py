@@ -30,8 +30,9 @@ A profile describes one hardware class end to end, from the GPU's NVLink ports o
   constants or neutral values, so a profile written before they existed still loads and means
   the same;
 * optional NCCL set-up of the platform (``nccl_algorithms``, ``nccl_protocols``,
-  ``nvls_enabled``): what its documented NCCL environment lets NCCL run (``NCCL_ALGO``,
-  ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``). Unset, NCCL considers everything it would by default;
+  ``nvls_enabled``, ``pxn_enabled``): what its documented NCCL environment lets NCCL run
+  (``NCCL_ALGO``, ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``, ``NCCL_PXN_DISABLE`` /
+  ``NCCL_P2P_PXN_LEVEL``). Unset, NCCL considers everything it would by default;
   set, the model masks NCCL's choices as NCCL masks its tuner's table (tuning.cc). Next to it
   ``net_plugin_latency_us``, the latency the platform's network plugin reports to NCCL, which
   NCCL's tuner adds to every network step when it chooses (0, NCCL's own transports' value),
@@ -157,6 +158,10 @@ class FabricProfile:
     nccl_algorithms: tuple[str, ...] | None = None
     nccl_protocols: tuple[str, ...] | None = None
     nvls_enabled: bool = True
+    # PXN (NCCL >= 2.12, on unless NCCL_PXN_DISABLE=1 or NCCL_P2P_PXN_LEVEL=0): a send to a GPU
+    # of another node leaves on this node's NIC of the peer's local index, reached over NVLink,
+    # so p2p traffic (send/recv, all-to-all) stays on the peer's rail (cost.step).
+    pxn_enabled: bool = True
     # The NCCL release the platform runs ("2.26.2"; None: the release whose tables the model
     # follows, 2.30.7): NCCL's tuner constants change between releases, so does its choice.
     nccl_version: str | None = None

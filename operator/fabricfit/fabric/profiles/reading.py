@@ -82,7 +82,13 @@ OPTIONAL_INTEGER_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(
         "nic_ports_per_rail": (1, 16),
     }
 )
-NCCL_SETUP_FIELDS = ("nccl_algorithms", "nccl_protocols", "nvls_enabled", "nccl_version")
+NCCL_SETUP_FIELDS = (
+    "nccl_algorithms",
+    "nccl_protocols",
+    "nvls_enabled",
+    "pxn_enabled",
+    "nccl_version",
+)
 _OPTIONAL = (
     *OPTIONAL_RANGES,
     *OPTIONAL_INTEGER_RANGES,
@@ -139,8 +145,9 @@ def _nccl_setup(doc: Mapping[str, Any]) -> dict[str, Any]:
             found["nccl_version"] = parse_version(doc["nccl_version"])
     except NcclSetupError as err:
         raise ProfileError(str(err)) from None
-    if doc.get("nvls_enabled") is not None:
-        found["nvls_enabled"] = _flag(doc, "nvls_enabled")
+    for flag in ("nvls_enabled", "pxn_enabled"):
+        if doc.get(flag) is not None:
+            found[flag] = _flag(doc, flag)
     return found
 
 
@@ -271,13 +278,15 @@ def _check_consistency(profile: FabricProfile) -> None:
         profile.nccl_algorithms,
         profile.nccl_protocols,
         not profile.nvls_enabled,
+        not profile.pxn_enabled,
         profile.net_plugin_latency_us,
         profile.nccl_buffsize != DEFAULT_BUFFSIZE,
         profile.nccl_version,
     )
     if profile.torus is not None and any(nccl_setup):
         raise ProfileError(
-            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled, net_plugin_latency_us, "
+            "profile fields nccl_algorithms, nccl_protocols, nvls_enabled, pxn_enabled, "
+            "net_plugin_latency_us, "
             "nccl_buffsize and nccl_version describe NCCL; a TPU profile (arch 'tpu') takes none "
             "of them"
         )
