@@ -94,6 +94,9 @@ class Reason(StrEnum):
     # admission-check mode: Kueue has not admitted the Workload (or evicted it)
     NOT_ADMITTED = ("NotAdmitted", _PLACED, "False", _NORMAL)
     PODS_OFF_PLAN = ("PodsOffPlan", _PLACED, "False", _WARN)
+    # The workload finished (Job Complete or Failed, ...): its plan, reservation and traffic
+    # are released and it is never planned again (summary Finished).
+    WORKLOAD_FINISHED = ("WorkloadFinished", _PLACED, "False", _NORMAL)
     # Degraded
     NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)
     NODE_UNAVAILABLE = ("NodeUnavailable", _DEGRADED, "True", _WARN)

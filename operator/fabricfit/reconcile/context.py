@@ -19,6 +19,7 @@ from fabricfit.placement.request import PlacementRequest
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.inventory import Holding, Ledger, TopologyKey
+from fabricfit.reconcile.linkload import RunningTraffic
 from fabricfit.render.record import PlanRecord
 
 
@@ -94,6 +95,8 @@ class OperatorState:
     infeasible: dict[TopologyKey, int] = field(default_factory=dict)
     # Per TrainingTopology, the template patch the API server last refused (reconcile.applying).
     refusals: dict[TopologyKey, Refusal] = field(default_factory=dict)
+    # The running jobs' link load, in step with their recorded plans (reconcile.linkload).
+    traffic: RunningTraffic = field(default_factory=RunningTraffic)
 
     def lock_for(self, key: TopologyKey) -> asyncio.Lock:
         return self.object_locks.setdefault(key, asyncio.Lock())

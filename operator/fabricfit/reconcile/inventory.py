@@ -104,6 +104,11 @@ class Holding:
     index_label: str | None = None
     mode: str = ""
     current: bool = False  # the status was written for the spec's present generation
+    # What the link load needs to turn the plan into traffic (reconcile.linkload): the spec as
+    # written (a private copy), its generation, and the GPUs per pod the status settled.
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    generation: int | None = None
+    gpus_per_pod: int | None = None
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
@@ -120,7 +125,14 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         index_label=ref.get("indexLabel") if isinstance(ref.get("indexLabel"), str) else None,
         mode=str(placement.get("mode") or "pinned"),
         current=generation is not None and status.get("observedGeneration") == generation,
+        spec=copy.deepcopy(dict(spec)) if isinstance(spec, Mapping) else {},
+        generation=generation if isinstance(generation, int) else None,
+        gpus_per_pod=_positive(status.get("gpusPerPod")),
     )
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def resource_version(body: Mapping[str, Any]) -> int:

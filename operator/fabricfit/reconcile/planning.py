@@ -7,6 +7,12 @@ under one lock, reads a fresh snapshot of kopf's indexes, subtracts what other p
 ledger), plans, and records its own reservation in the cluster (status) *before* it releases
 the lock and before any pod is pinned. After an operator restart, kopf repopulates the indexes
 (status included) before the first handler runs, so the reservations survive restarts.
+
+A plan is priced next to the running jobs: under the same lock the running jobs' link load is
+brought in step with every recorded plan (``reconcile.linkload``, incrementally) and handed to
+the search without the job being planned (``plan_placement(..., neighbours=...)``), so a job
+that ties alone keeps off the links other jobs load; the link capacities are kept per facts
+token.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from datetime import UTC, datetime
 from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.contention import LinkCapacities, link_capacities
 from fabricfit.fabric.nodes import read_node_facts
 from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles.choice import choose_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.topologies import patch_status
 from fabricfit.placement import (
@@ -32,11 +40,13 @@ from fabricfit.placement import (
 )
 from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.maintenance import pending_holds
+from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
-from fabricfit.reconcile.inventory import holds_of_others
+from fabricfit.reconcile.inventory import Holding, TopologyKey, holds_of_others
+from fabricfit.reconcile.linkload import job_key
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of
 
@@ -60,6 +70,31 @@ def resolve_profile(
         return policy.choose_fabric(spec, snapshot, config.default_fabric, catalog=config.catalog)
 
     return state.per_facts.get(snapshot, ("fabric", spec.fabric), choose)
+
+
+def cluster_profile(snapshot: ClusterSnapshot, state: OperatorState) -> FabricProfile:
+    """The fabric of a job that names none (the nodes' vote): what the link metrics use."""
+    config = state.config
+
+    def choose() -> tuple[FabricProfile, str]:
+        choice = choose_profile(
+            snapshot.nodes,
+            spec_fabric=None,
+            default=config.default_fabric,
+            catalog=config.catalog,
+        )
+        return choice.profile, choice.reason
+
+    return state.per_facts.get(snapshot, ("fabric", None), choose)[0]
+
+
+def capacities_of(
+    state: OperatorState, snapshot: ClusterSnapshot, profile: FabricProfile
+) -> LinkCapacities:
+    """The shared links' capacities, once per facts token and fabric."""
+    return state.per_facts.get(
+        snapshot, ("capacities", profile.name), lambda: link_capacities(snapshot, profile)
+    )
 
 
 def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
@@ -185,10 +220,19 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             return None  # nothing changed since this job last did not fit: don't plan again
         # The search is pure CPU over frozen inputs: run it off the event loop, so the pins,
         # binds and Placed of jobs already planned go on meanwhile (a burst of plans held each
-        # for a whole plan otherwise). The plan lock keeps it one plan at a time.
-        decision = await asyncio.to_thread(
-            plan_placement, snapshot, request, profile, reservations=held
-        )
+        # for a whole plan otherwise). The plan lock keeps it one plan at a time, and with it
+        # the link load's sync (reconcile.linkload), which only planning and the census touch.
+        holdings = newest_holdings(state, run.views_of())
+        capacities = capacities_of(state, snapshot, profile)
+
+        def plan() -> PlacementDecision:
+            load = state.traffic.sync(holdings, snapshot, state.config.catalog, profile)
+            neighbours = Neighbours(load.remove(job_key(key)), capacities)
+            return plan_placement(
+                snapshot, request, profile, reservations=held, neighbours=neighbours
+            )
+
+        decision = await asyncio.to_thread(plan)
         if not decision.feasible:
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
@@ -230,13 +274,26 @@ async def replace_and_reserve(
         return replacement
 
 
+def newest_holdings(state: OperatorState, views: Views) -> dict[TopologyKey, Holding]:
+    """Every TrainingTopology's newest known holding (the watch's, or our later write)."""
+    ledger = state.ledger
+    found = {key: ledger.newest(key, seen) for key, seen in views.topologies.items()}
+    return {key: holding for key, holding in found.items() if holding is not None}
+
+
 def _summary(decision: PlacementDecision) -> str:
     nodes = len(set(decision.pods))
-    predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
-    return (
-        f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
-        f"{predicted:.4g} s, efficiency {decision.efficiency:.0%}"
-    )
+    times = decision.predicted
+    predicted = times.step_comm_seconds if times else 0.0
+    text = f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
+    text += f"{predicted:.4g} s"
+    if times is not None and (times.neighbour_slowdown_seconds or 0.0) > 0:
+        text += (
+            f" ({times.neighbour_slowdown_seconds:.4g} s of it from links shared with running jobs)"
+        )
+    if times is not None and (times.slowdown_added_to_others_seconds or 0.0) > 0:
+        text += f", adds {times.slowdown_added_to_others_seconds:.4g} s per step to running jobs"
+    return f"{text}, efficiency {decision.efficiency:.0%}"
 
 
 def _why(decision: PlacementDecision) -> str:
