@@ -196,6 +196,22 @@ def holds_of_others(
 ) -> dict[str, int]:
     """GPUs other plans hold beyond what their bound pods use (the snapshot counts those);
     ``claimed`` adds the GPUs each pod's DRA claims hold, by (namespace, pod name)."""
+    bound = bound_gpus(pods, claimed)
+    holds: dict[str, int] = {}
+    for holder, by_node in reservations.items():
+        if holder == me:
+            continue
+        for node, gpus in by_node.items():
+            extra = gpus - bound.get((holder, node), 0)
+            if extra > 0:
+                holds[node] = holds.get(node, 0) + extra
+    return holds
+
+
+def bound_gpus(
+    pods: Iterable[Mapping[str, Any]], claimed: Mapping[tuple[str, str], int] | None = None
+) -> dict[tuple[TopologyKey, str], int]:
+    """GPUs the live bound pods of each TrainingTopology use, per (its key, node)."""
     claimed = claimed or {}
     bound: dict[tuple[TopologyKey, str], int] = {}
     owner_key: TopologyKey
@@ -208,15 +224,7 @@ def holds_of_others(
             owner_key = (str(meta.get("namespace") or ""), str(owner))
             gpus = pod_gpu_request(pod, []) + claimed.get((owner_key[0], str(meta.get("name"))), 0)
             bound[(owner_key, node)] = bound.get((owner_key, node), 0) + gpus
-    holds: dict[str, int] = {}
-    for holder, by_node in reservations.items():
-        if holder == me:
-            continue
-        for node, gpus in by_node.items():
-            extra = gpus - bound.get((holder, node), 0)
-            if extra > 0:
-                holds[node] = holds.get(node, 0) + extra
-    return holds
+    return bound
 
 
 def take_snapshot(

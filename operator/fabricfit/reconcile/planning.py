@@ -42,6 +42,7 @@ from fabricfit.placement.constraints import node_rejection
 from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.replace import Replacement, replace_pods
+from fabricfit.reconcile import waiting
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
@@ -210,29 +211,17 @@ def _inputs(
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
-    """Plan under the lock and write the reservation; None when the job does not fit now."""
+    """Plan under the lock and write the reservation; None when the job does not fit now, or
+    waits for a better placement (``reconcile.waiting``)."""
     state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
         snapshot, request, profile, held = _inputs(run, target)
+        held = waiting.with_extra(held, waiting.beside_holds(run, target, snapshot, held))
         why = (draft.generation, repr(request), profile)
         inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
         if state.infeasible.get(key) == inputs:
             return None  # nothing changed since this job last did not fit: don't plan again
-        # The search is pure CPU over frozen inputs: run it off the event loop, so the pins,
-        # binds and Placed of jobs already planned go on meanwhile (a burst of plans held each
-        # for a whole plan otherwise). The plan lock keeps it one plan at a time, and with it
-        # the link load's sync (reconcile.linkload), which only planning and the census touch.
-        holdings = newest_holdings(state, run.views_of())
-        capacities = capacities_of(state, snapshot, profile)
-
-        def plan() -> PlacementDecision:
-            load = state.traffic.sync(holdings, snapshot, state.config.catalog, profile)
-            neighbours = Neighbours(load.remove(job_key(key)), capacities)
-            return plan_placement(
-                snapshot, request, profile, reservations=held, neighbours=neighbours
-            )
-
-        decision = await asyncio.to_thread(plan)
+        decision, wait = await _search(run, target, snapshot, profile, held)
         if not decision.feasible:
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
@@ -240,6 +229,13 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
+        if wait is not None:
+            state.holds[key] = wait.held
+            draft.set(reservation=[], pods=[], reasons=[wait.message])
+            draft.condition(Reason.WAITING_FOR_BETTER_PLACEMENT, wait.message)
+            await write_status(run)
+            return None
+        state.holds.pop(key, None)
         fields = build_plan_status(
             decision,
             spec=target.spec,
@@ -252,6 +248,45 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
         draft.condition(Reason.PLANNED, _summary(decision))
         await write_status(run)
         return PlanResult(decision, snapshot)
+
+
+async def _search(
+    run: Run,
+    target: Target,
+    snapshot: ClusterSnapshot,
+    profile: FabricProfile,
+    held: Mapping[str, int],
+) -> tuple[PlacementDecision, waiting.Waiting | None]:
+    """The plan next to the running jobs' traffic, and whether it waits (under the lock).
+
+    The search is pure CPU over frozen inputs: it runs off the event loop, so the pins, binds
+    and Placed of jobs already planned go on meanwhile (a burst of plans held each for a whole
+    plan otherwise). The plan lock keeps it one plan at a time, and with it the link load's
+    sync (``reconcile.linkload``), which only planning and the census touch."""
+    state, key, request = run.state, run.key, target.request
+    wait_inputs = waiting.wait_inputs(run, target)
+    holdings = newest_holdings(state, run.views_of())
+    capacities = capacities_of(state, snapshot, profile)
+
+    def search() -> tuple[PlacementDecision, waiting.Waiting | None]:
+        load = state.traffic.sync(holdings, snapshot, state.config.catalog, profile)
+        neighbours = Neighbours(load.remove(job_key(key)), capacities)
+        decision = plan_placement(
+            snapshot, request, profile, reservations=held, neighbours=neighbours
+        )
+        if wait_inputs is None:
+            return decision, None
+        wait = waiting.decide_hold(
+            wait_inputs,
+            decision,
+            snapshot=snapshot,
+            request=request,
+            profile=profile,
+            neighbours=neighbours,
+        )
+        return decision, wait
+
+    return await asyncio.to_thread(search)
 
 
 async def replace_and_reserve(

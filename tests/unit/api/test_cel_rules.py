@@ -60,6 +60,10 @@ VALID = {
     ),
     "layers == pipeline": spec_with(model={"layers": 4}),
     "one pod": spec_with(parallelism={"tensor": 8, "pipeline": 1, "data": 1}, model=None),
+    "wait-if-faster through the AdmissionCheck": spec_with(
+        placement={"mode": "admission-check", "queuePolicy": "wait-if-faster"}
+    ),
+    "strict-fifo in any mode": spec_with(placement={"queuePolicy": "strict-fifo"}),
 }
 
 INVALID = {
@@ -119,6 +123,14 @@ INVALID = {
     "pods in another group": (
         spec_with(workloadRef={**POD_REF, "apiVersion": "apps/v1"}),
         "served by apiVersion v1",
+    ),
+    "wait-if-faster without Kueue": (
+        spec_with(placement={"mode": "pinned", "queuePolicy": "wait-if-faster"}),
+        "needs placement.mode admission-check",
+    ),
+    "wait-if-faster in the default mode": (
+        spec_with(placement={"queuePolicy": "wait-if-faster"}),
+        "needs placement.mode admission-check",
     ),
 }
 
