@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import ssl
 import subprocess
@@ -431,6 +432,16 @@ def test_census_exports_the_busiest_link_of_each_rail_group_a_running_job_loads(
     views.topologies = {}
     observer.census(views)
     assert names_of(metrics, "fabricfit_link_utilisation_ratio") == []
+    # While a plan is being made (it syncs the link load off the event loop), the census
+    # leaves the load alone: the gauges keep what the last census said.
+    views.topologies = {("ns", "big"): holding_of(body)}
+    asyncio.run(_census_while_planning(observer, views))
+    assert names_of(metrics, "fabricfit_link_utilisation_ratio") == []
+
+
+async def _census_while_planning(observer: Observer, views: Views) -> None:
+    async with observer.state.plan_lock:
+        observer.census(views)
 
 
 def test_timed_records_duration_and_error_type() -> None:
