@@ -68,6 +68,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+import side_by_side_busy as busy
 import side_by_side_kube as actions  # the script's own directory is sys.path[0]
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.fabric.profiles import ProfileError, get_profile
@@ -289,6 +290,8 @@ class Side:
     data_groups_crossing_rail_group: int
     seconds_to_bound: float
     note: str = ""
+    alone_ms: float | None = None  # busy scenario: the price alone (step_ms: with neighbours)
+    adds_ms: float | None = None  # busy scenario: what it adds to the busy jobs, per step
 
 
 @dataclass
@@ -320,6 +323,8 @@ def _short(value: str) -> str:
 
 
 def _side(priced: PricedPods, nodes: list[str], seconds: float, note: str = "") -> Side:
+    times = priced.predicted
+    priced_next_to_others = times.neighbour_slowdown_seconds is not None
     return Side(
         nodes=nodes,
         step_ms=priced.predicted.step_comm_seconds * 1e3,
@@ -328,6 +333,10 @@ def _side(priced: PricedPods, nodes: list[str], seconds: float, note: str = "") 
         data_groups_crossing_rail_group=priced.quality.data_groups_crossing_rail_group,
         seconds_to_bound=seconds,
         note=note,
+        alone_ms=times.alone_step_comm_seconds * 1e3 if priced_next_to_others else None,
+        adds_ms=(times.slowdown_added_to_others_seconds or 0.0) * 1e3
+        if priced_next_to_others
+        else None,
     )
 
 
@@ -340,6 +349,7 @@ class Bench:
         self.rows: list[Row] = []
         self.started = started
         self.serial = 0
+        self.seeded = ""
 
     def fresh_name(self, job: BenchJob) -> str:
         """A Job name never used before in this run: each submission is its own Workload, and
@@ -362,16 +372,12 @@ class Bench:
         started = time.monotonic()
         actions.create_nodes(self.c, manifests)
         names = [m["metadata"]["name"] for m in manifests]
-        tenants = plan_tenants(names, self.args.tenant_share, self.args.seed, shape.gpus_per_node)
-        actions.create_tenants(self.c, [(f"{t.name}-{shape.pool}"[:63], t.node, t.gpus)
-                                     for t in tenants])  # fmt: skip
-        held = sum(t.gpus for t in tenants)
         total = len(names) * shape.gpus_per_node
+        layout = self._seed(shape, manifests, names)
         self.say(
             f"{shape.fabric}: {len(names)} nodes of {shape.gpus_per_node} GPUs "
             f"({shape.spines} spines × {shape.rail_groups_per_spine} rail groups × "
-            f"{shape.nodes_per_rail_group}), {held} of {total} GPUs held by {len(tenants)} "
-            f"tenant pods ({time.monotonic() - started:.0f} s)"
+            f"{shape.nodes_per_rail_group}), {self.seeded} ({time.monotonic() - started:.0f} s)"
         )
         try:
             with (
@@ -383,8 +389,30 @@ class Bench:
                         self.run_job(shape, job.on(shape.gpus_per_node), queue, ff_queue)
                     )
         finally:
+            if layout is not None:
+                busy.clear(self.c, layout)
             actions.delete_tenants(self.c)
             actions.delete_pool(self.c, shape.pool)
+
+    def _seed(
+        self, shape: FabricShape, manifests: Sequence[Mapping[str, Any]], names: list[str]
+    ) -> busy.BusyLayout | None:
+        """Tenant pods over the pool, or (``--scenario busy``) the busy jobs and tenants."""
+        if self.args.scenario == "busy":
+            layout = busy.busy_layout(manifests, shape.nodes_per_rail_group)
+            busy.seed(self.c, shape.pool, layout, shape.gpus_per_node)
+            self.seeded = (
+                f"{len(layout.jobs)} busy jobs of 2 nodes across the rail groups of spine 0, "
+                f"{len(layout.tenants)} whole nodes of spine 1 held by tenants"
+            )
+            return layout
+        tenants = plan_tenants(names, self.args.tenant_share, self.args.seed, shape.gpus_per_node)
+        actions.create_tenants(self.c, [(f"{t.name}-{shape.pool}"[:63], t.node, t.gpus)
+                                     for t in tenants])  # fmt: skip
+        held = sum(t.gpus for t in tenants)
+        total = len(names) * shape.gpus_per_node
+        self.seeded = f"{held} of {total} GPUs held by {len(tenants)} tenant pods"
+        return None
 
     @contextmanager
     def _fabricfit_queue(self, shape: FabricShape, gpus: int) -> Iterator[str | None]:
@@ -414,21 +442,25 @@ class Bench:
         spec = topology_spec(job, self.args.mode)
         request = request_from_spec(TrainingTopologySpec.model_validate(spec))
         profile = get_profile(shape.fabric)
+        running = (
+            busy.neighbours(self.c, snapshot, profile) if self.args.scenario == "busy" else None
+        )
+
+        def priced(nodes: list[str]) -> PricedPods:
+            return price_pods(snapshot, request, profile, nodes, neighbours=running)
+
         try:
             kueue_nodes, used, seconds = self.place_with_kueue(shape, job, queue, ladder, row)
             row.kueue_annotations = describe(used)
-            row.kueue = _side(price_pods(snapshot, request, profile, kueue_nodes), kueue_nodes,
-                              seconds)  # fmt: skip
+            row.kueue = _side(priced(kueue_nodes), kueue_nodes, seconds)
             if self.args.plain:
                 plain = [{PREFERRED: RAIL_GROUP}]
                 nodes, _, seconds = self.place_with_kueue(shape, job, queue, plain, Row(
                     shape.fabric, job.key, job.label, job.pods, job.gpus_per_pod, ""))  # fmt: skip
-                row.kueue_plain = _side(price_pods(snapshot, request, profile, nodes), nodes,
-                                        seconds)  # fmt: skip
+                row.kueue_plain = _side(priced(nodes), nodes, seconds)
             ff_nodes, tt, seconds = self.place_with_fabricfit(shape, job, spec, ff_queue)
             status = tt.get("status") or {}
-            row.fabricfit = _side(price_pods(snapshot, request, profile, ff_nodes), ff_nodes,
-                                  seconds)  # fmt: skip
+            row.fabricfit = _side(priced(ff_nodes), ff_nodes, seconds)
             if status.get("lowerBoundSeconds") is not None:
                 row.lower_bound_ms = float(status["lowerBoundSeconds"]) * 1e3
             predicted = status.get("predicted") or {}
@@ -631,6 +663,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rail-group-nodes", type=int, default=16,
                         help="8-GPU nodes per rail group (2 spines × 2 rail groups)")  # fmt: skip
     parser.add_argument("--tenant-share", type=float, default=0.24)
+    parser.add_argument("--scenario", choices=("fragmented", "busy"), default="fragmented",
+                        help="fragmented: tenant pods over the pool (--tenant-share); busy: "
+                             "communication-bound jobs across the rail groups of spine 0, "
+                             "tenants on spine 1, both placements priced next to the busy "
+                             "jobs' traffic (side_by_side_busy.py)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--admit-seconds", type=float, default=30,
                         help="how long Kueue gets to admit one annotation set")  # fmt: skip
@@ -691,7 +728,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"fabricfit placed in mode {args.mode}; Kueue v0.19.2 TAS placed alone. "
           f"{len(rows)} jobs in {time.monotonic() - started:.0f} s.")  # fmt: skip
     print()
-    print("\n".join(markdown(rows)))
+    table = busy.busy_markdown(rows, verdict, TIE) if args.scenario == "busy" else markdown(rows)
+    print("\n".join(table))
     print()
     for r in rows:
         print(f"{r.fabric} {r.job}: Kueue tried " + "; ".join(r.kueue_attempts))

@@ -23,6 +23,10 @@ wall-clock seconds (``time.perf_counter``; and CPU seconds, ``time.process_time`
 processes on a shared machine do not inflate): the median and the slowest of the plans, the cost
 of building the load (500 ``add``), of one ``add``/``remove`` at that size, and of the link
 capacities. Target: the plan with neighbours under 1 s; exit 1 when the median misses it.
+
+It then times what the operator adds around that plan (``reconcile.linkload.RunningTraffic``):
+the link load rebuilt from the 500 jobs' statuses (what the first plan after a restart does),
+a sync when nothing changed (every other plan), and a sync after one job was planned again.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from dataclasses import replace
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.contention import LinkLoad, link_capacities
 from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.profiles.catalog import Catalog
 from fabricfit.fabric.snapshot import build_snapshot
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.neighbours import Neighbours
@@ -44,6 +49,8 @@ from fabricfit.placement.pricing import price_pods
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.running import job_traffic
 from fabricfit.placement.search import plan_placement
+from fabricfit.reconcile.inventory import Holding, holding_of
+from fabricfit.reconcile.linkload import RunningTraffic
 from fabricfit.simulation.placers import PLACERS
 from fabricfit_dev.cluster import fakenodes, scale
 
@@ -88,11 +95,21 @@ def taken(snapshot: ClusterSnapshot, pods: Sequence[str], gpus: int) -> ClusterS
     return replace(snapshot, nodes=nodes)
 
 
+#: A placed running job: its key, request, pods and predicted step communication.
+Placed = tuple[str, PlacementRequest, tuple[str, ...], float]
+
+
 def fill(
-    snapshot: ClusterSnapshot, neighbours: Neighbours, count: int, seed: int, placer: str
+    snapshot: ClusterSnapshot,
+    neighbours: Neighbours,
+    count: int,
+    seed: int,
+    placer: str,
+    *,
+    placed: list[Placed] | None = None,
 ) -> tuple[ClusterSnapshot, Neighbours, float]:
     """Place ``count`` jobs one after the other with ``placer``; return the cluster, the load
-    and the seconds spent adding to it."""
+    and the seconds spent adding to it (each job appended to ``placed``)."""
     rng = random.Random(seed)
     adding = 0.0
     for index in range(count):
@@ -108,11 +125,57 @@ def fill(
         traffic = job_traffic(
             snapshot, request, PROFILE, pods, key=f"ns/job-{index}", comm_seconds=comm
         )
+        if placed is not None:
+            placed.append((f"job-{index}", request, tuple(pods), comm))
         snapshot = taken(snapshot, pods, request.gpus_per_pod)
         start = time.perf_counter()
         neighbours = neighbours.with_job(traffic)
         adding += time.perf_counter() - start
     return snapshot, neighbours, adding
+
+
+def holding(name: str, request: PlacementRequest, pods: Sequence[str], comm: float) -> Holding:
+    """What kopf's index holds for a TrainingTopology whose status records this plan."""
+    spec = {
+        "gpusPerPod": request.gpus_per_pod,
+        "parallelism": request.parallelism.model_dump(by_alias=True),
+        "model": request.model.model_dump(by_alias=True),
+    }
+    status = {
+        "observedGeneration": 1,
+        "gpusPerPod": request.gpus_per_pod,
+        "fabric": PROFILE.name,
+        "pods": [{"index": i, "node": n} for i, n in enumerate(pods)],
+        "predicted": {"stepCommSeconds": comm},
+    }
+    meta = {"namespace": "ns", "name": name, "generation": 1, "resourceVersion": "1"}
+    return holding_of({"metadata": meta, "spec": spec, "status": status})
+
+
+def operator_sync(snapshot: ClusterSnapshot, placed: Sequence[Placed], repeats: int) -> None:
+    """What the operator's link load costs around a plan (``reconcile.linkload``)."""
+    holdings = {("ns", name): holding(name, r, pods, comm) for name, r, pods, comm in placed}
+    catalog = Catalog()
+    rebuild = []
+    for _ in range(repeats):
+        traffic = RunningTraffic()
+        start = time.perf_counter()
+        traffic.sync(holdings, snapshot, catalog, PROFILE)
+        rebuild.append(time.perf_counter() - start)
+    steady = timed(repeats, lambda: traffic.sync(holdings, snapshot, catalog, PROFILE))
+    name, request, pods, comm = placed[-1]
+    changed = [dict(holdings), dict(holdings)]
+    changed[0][("ns", name)] = holding(name, request, pods, comm * 1.01)
+    changed[1][("ns", name)] = holding(name, request, pods, comm)
+    turns = iter(changed * repeats)  # the job's plan changes at every call
+    replanned = timed(repeats, lambda: traffic.sync(next(turns), snapshot, catalog, PROFILE))
+    print(
+        f"operator link load ({len(holdings)} statuses, {len(traffic.load)} with traffic): "
+        f"rebuilt after a restart median {statistics.median(rebuild):.3f} s, slowest "
+        f"{max(rebuild):.3f} s; sync with nothing changed {statistics.median(steady) * 1e3:.2f} "
+        f"ms; sync after one re-plan {statistics.median(replanned) * 1e3:.2f} ms "
+        f"(median of {repeats})"
+    )
 
 
 def timed(repeats: int, call: Callable[[], object]) -> list[float]:
@@ -153,7 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     caps_seconds = time.perf_counter() - start
     empty = Neighbours(LinkLoad(), capacities)
     wall = time.perf_counter()
-    snapshot, neighbours, adding = fill(snapshot, empty, args.running, args.seed, args.placer)
+    placed: list[Placed] = []
+    snapshot, neighbours, adding = fill(
+        snapshot, empty, args.running, args.seed, args.placer, placed=placed
+    )
     placing = time.perf_counter() - wall
     load = neighbours.load
     links = sum(1 for _ in load.links())
@@ -191,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{predicted.step_comm_seconds:.3f} s, adds "
             f"{(predicted.slowdown_added_to_others_seconds or 0) * 1e3:.2f} ms to them"
         )
+    operator_sync(snapshot, placed, args.repeats)
     met = statistics.median(w for w, _ in beside) < TARGET_SECONDS
     print(f"target: with neighbours under {TARGET_SECONDS:.0f} s: {'met' if met else 'MISSED'}")
     return 0 if met else 1

@@ -32,6 +32,9 @@ JOB = ("namespace", "name")
 RECONCILE_BUCKETS_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 PLACED_BUCKETS_SECONDS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
 RequestCounts = Mapping[tuple[str, str, int], int]
+#: At most this many link places (rail groups' leaf uplinks, spine blocks' uplinks) are
+#: exported, the busiest first: one series per place, never per node, and never unbounded.
+MAX_LINK_PLACES = 256
 
 # Every metric name the operator exports (without _bucket/_sum/_count/_created suffixes); the
 # chart's dashboard and alert rules may only use these (checked by a test).
@@ -48,6 +51,9 @@ EXPORTED_NAMES: tuple[str, ...] = (
     "fabricfit_predicted_prefill_comm_seconds",
     "fabricfit_predicted_kv_transfer_seconds",
     "fabricfit_gpu_choice_enforced",
+    "fabricfit_neighbour_slowdown_seconds",
+    "fabricfit_slowdown_added_to_others_seconds",
+    "fabricfit_link_utilisation_ratio",
     "fabricfit_schedulable_gpus",
     "fabricfit_free_gpus",
     "fabricfit_nodes_without_topology",
@@ -96,6 +102,7 @@ class OperatorMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._jobs: set[tuple[str, str]] = set()
         self._placed: set[str] = set()
+        self._link_places: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._define_job_metrics()
         self._define_cluster_metrics()
@@ -170,6 +177,18 @@ class OperatorMetrics:
             "priced on what they hand out).",
             JOB,
         )
+        self.neighbour_slowdown = self._gauge(
+            "fabricfit_neighbour_slowdown_seconds",
+            "Seconds per step the links the job shares with the jobs running when it was "
+            "planned add to its communication (included in the predicted step).",
+            JOB,
+        )
+        self.added_to_others = self._gauge(
+            "fabricfit_slowdown_added_to_others_seconds",
+            "Seconds per step the job adds to the communication of the jobs running when it "
+            "was planned, summed over them.",
+            JOB,
+        )
 
     def _define_cluster_metrics(self) -> None:
         self.schedulable_gpus = self._gauge(
@@ -196,6 +215,14 @@ class OperatorMetrics:
             "Free GPUs of the emptiest single domain of a tier: the largest job that fits "
             "without crossing it.",
             ("tier",),
+        )
+        self.link_utilisation = self._gauge(
+            "fabricfit_link_utilisation_ratio",
+            "Average load of the running jobs' predicted traffic over the capacity of the "
+            "busiest shared link of a place (class=leaf: a rail group's leaf uplinks, "
+            "class=spine: a spine block's uplinks to the core), at most "
+            f"{MAX_LINK_PLACES} places, the busiest.",
+            ("class", "place"),
         )
         self.largest_pods = self._gauge(
             "fabricfit_largest_placeable_pods",
@@ -281,6 +308,8 @@ class OperatorMetrics:
         choice = status.get("gpuChoice")
         enforced = None if choice is None else float(choice == "enforced")
         _set_or_remove(self.gpu_choice, job, enforced)
+        _set_or_remove(self.neighbour_slowdown, job, predicted.get("neighbourSlowdownSeconds"))
+        _set_or_remove(self.added_to_others, job, predicted.get("slowdownAddedToOthersSeconds"))
 
     def set_quality(
         self, job: tuple[str, str], quality: PlanQuality | None, groups: Mapping[str, int]
@@ -319,6 +348,8 @@ class OperatorMetrics:
             self.prefill,
             self.kv_transfer,
             self.gpu_choice,
+            self.neighbour_slowdown,
+            self.added_to_others,
         )
 
     def jobs(self) -> set[tuple[str, str]]:
@@ -333,6 +364,19 @@ class OperatorMetrics:
             self.largest_gpus.labels(tier.tier).set(tier.largest_free_gpus)
             for size, pods in tier.largest_free_pods.items():
                 self.largest_pods.labels(tier.tier, str(size)).set(pods)
+
+    def set_link_utilisation(self, shares: Mapping[tuple[str, str], float]) -> None:
+        """One ratio per (link class, place), the ``MAX_LINK_PLACES`` busiest; places no
+        longer loaded (or no longer among the busiest) are removed."""
+        busiest = sorted(shares.items(), key=lambda item: (-item[1], item[0]))[:MAX_LINK_PLACES]
+        kept = dict(busiest)
+        with self._lock:
+            gone = self._link_places - set(kept)
+            self._link_places = set(kept)
+        for key in gone:
+            self.link_utilisation.remove(*key)
+        for (kind, place), share in kept.items():
+            self.link_utilisation.labels(kind, place).set(share)
 
     def set_nodes_without_topology(self, nodes: int) -> None:
         self.nodes_without_topology.set(nodes)

@@ -126,3 +126,38 @@ def test_fabricfit_goes_through_kueue_when_the_operator_can() -> None:
     assert bench.fabricfit_mode("auto") == expected
     spec = bench.topology_spec(JOBS["zero3"], "admission-check")
     assert spec["placement"]["mode"] == "admission-check" and spec["gpusPerPod"] == 4
+
+
+def test_the_busy_scenario_loads_one_spine_and_holds_as_much_of_the_other() -> None:
+    import side_by_side_busy as busy
+    from fabricfit_dev.cluster import fakenodes
+
+    manifests = fakenodes.node_manifests(H100.fake_fabric())
+    layout = busy.busy_layout(manifests, H100.nodes_per_rail_group)
+    labels = {m["metadata"]["name"]: m["metadata"]["labels"] for m in manifests}
+
+    def where(node: str) -> tuple[str, str]:
+        return labels[node][busy.SPINE], labels[node][busy.RAIL_GROUP]
+
+    assert len(layout.jobs) == 8 and len(layout.tenants) == 16
+    for _, (a, b) in layout.jobs:  # one node in each rail group of spine 0: the rings climb
+        assert where(a)[0] == where(b)[0] == "spine-0" and where(a)[1] != where(b)[1]
+    busy_nodes = [n for _, pair in layout.jobs for n in pair]
+    assert len(set(busy_nodes)) == 16 and not set(busy_nodes) & set(layout.tenants)
+    held = [where(n) for n in layout.tenants]
+    assert {s for s, _ in held} == {"spine-1"}
+    assert sorted(held).count(held[0]) == 8  # as many nodes in each of its two rail groups
+
+
+def test_the_busy_table_shows_the_price_with_neighbours_alone_and_what_each_adds() -> None:
+    import side_by_side_busy as busy
+
+    def side(ms: float, alone: float, adds: float) -> bench.Side:
+        return bench.Side([], ms, {"rg-0": 2}, {"spine-0": 2}, 0, 1.0,
+                          alone_ms=alone, adds_ms=adds)  # fmt: skip
+
+    row = bench.Row("h100-rail-only", "dense", "dense", 2, 8, "preferred rail-group")
+    row.kueue, row.fabricfit = side(600.0, 550.0, 12.0), side(550.0, 550.0, 0.0)
+    lines = busy.busy_markdown([row], bench.verdict, bench.TIE)
+    assert "| 600.0 (550.0) | 12.0 | 550.0 (550.0) | 0.0 | fabricfit 1.09× less |" in lines[2]
+    assert lines[-1] == "| all | 1 | 0 | 1 | 0 | 1.09× | 12.0 / 0.0 |"

@@ -65,6 +65,22 @@ def test_label_scheme_names_come_from_the_registry() -> None:
     assert all(name in kind for name in KINDS)
 
 
+def test_queue_policy_names_are_one_list() -> None:
+    from typing import get_args
+
+    from fabricfit.api.models import QUEUE_POLICIES, QueuePolicyName
+    from fabricfit.placement.waiting import STRICT_FIFO, WAIT_IF_FASTER
+
+    assert get_args(QueuePolicyName) == QUEUE_POLICIES == (STRICT_FIFO, WAIT_IF_FASTER)
+    choices = cli_choices("queue_policy")
+    assert set(choices) == {"run", "simulate"} and set(choices.values()) == {QUEUE_POLICIES}
+    assert values_enum("queuePolicy") == QUEUE_POLICIES
+    crd = yaml.safe_load(CRD.read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    placement = spec["properties"]["placement"]["properties"]
+    assert tuple(placement["queuePolicy"]["enum"]) == QUEUE_POLICIES
+
+
 def test_the_chart_files_generated_from_the_registries_are_current() -> None:
     for relative, text in chart_files(CHART).items():
         assert (CHART / relative).read_text(encoding="utf-8") == text, (

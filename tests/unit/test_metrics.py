@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import shutil
 import ssl
@@ -30,11 +31,15 @@ from fabricfit.render.status import build_plan_status, reservation_of
 from fabricfit_dev.cluster import fakenodes
 
 JOB = ("team-a", "llama")
+RAIL = "topology.fabricfit.dev/rail-group"
 STATUS: dict[str, Any] = {
     "pods": [{"index": i, "node": f"m-{i}"} for i in range(2)],
     "predicted": {
         "stepCommSeconds": 0.5,
         "byDimension": {"tensor": 0.3, "data": 0.2, "pipeline": 0.0, "expert": 0.0, "context": 0},
+        "aloneStepCommSeconds": 0.45,
+        "neighbourSlowdownSeconds": 0.05,
+        "slowdownAddedToOthersSeconds": 0.02,
     },
     "lowerBoundSeconds": 0.4,
     "efficiency": 0.8,
@@ -79,6 +84,7 @@ def filled_metrics() -> OperatorMetrics:
         default_fabric="dgx-h100",
     )
     metrics.set_fragmentation(measure_fragmentation(snapshot))
+    metrics.set_link_utilisation({("leaf", "spine-0/rg-0"): 0.7, ("spine", "spine-0"): 0.2})
     return metrics
 
 
@@ -376,6 +382,72 @@ def test_census_measures_fragmentation_and_drops_vanished_jobs() -> None:
     bare.nodes.append(cpu_only)
     observer.census(bare)
     assert value(metrics, "fabricfit_nodes_without_topology") == 1
+
+
+def test_neighbour_figures_per_job_follow_the_status() -> None:
+    metrics = filled_metrics()
+    job = {"namespace": "team-a", "name": "llama"}
+    assert value(metrics, "fabricfit_neighbour_slowdown_seconds", **job) == 0.05
+    assert value(metrics, "fabricfit_slowdown_added_to_others_seconds", **job) == 0.02
+    alone = {**STATUS, "predicted": {"stepCommSeconds": 0.5}}  # planned with nobody running
+    metrics.set_job(JOB, alone)
+    assert names_of(metrics, "fabricfit_neighbour_slowdown_seconds") == []
+
+
+def test_link_utilisation_is_one_series_per_place_capped_to_the_busiest() -> None:
+    from fabricfit.metrics import MAX_LINK_PLACES
+
+    metrics = OperatorMetrics(CollectorRegistry())
+    many = {("leaf", f"rg-{i:04d}"): i / 1000 for i in range(MAX_LINK_PLACES + 50)}
+    metrics.set_link_utilisation(many)
+    series = names_of(metrics, "fabricfit_link_utilisation_ratio")
+    assert len(series) == MAX_LINK_PLACES
+    assert {"class": "leaf", "place": f"rg-{MAX_LINK_PLACES + 49:04d}"} in series
+    assert {"class": "leaf", "place": "rg-0000"} not in series  # the quietest are left out
+    metrics.set_link_utilisation({("spine", "spine-1"): 1.5})
+    assert names_of(metrics, "fabricfit_link_utilisation_ratio") == [
+        {"class": "spine", "place": "spine-1"}
+    ]
+
+
+def test_census_exports_the_busiest_link_of_each_rail_group_a_running_job_loads() -> None:
+    from fabricfit.reconcile.inventory import holding_of
+
+    metrics = OperatorMetrics(CollectorRegistry())
+    observer = Observer(metrics, _state())
+    views = _views()
+    nodes = [n["metadata"]["name"] for n in views.nodes]
+    groups = {n["metadata"]["name"]: n["metadata"]["labels"][RAIL] for n in views.nodes}
+    # Two nodes of one rail group and one of the other: the job's ring climbs both leaves.
+    first = [n for n in nodes if groups[n] == groups[nodes[0]]][:2]
+    other = next(n for n in nodes if groups[n] != groups[nodes[0]])
+    body = {
+        "metadata": {"namespace": "ns", "name": "big", "generation": 1, "resourceVersion": "3"},
+        "spec": {"gpusPerPod": 8, "parallelism": {"tensor": 8, "data": 3},
+                 "model": {"parameters": 20_000_000_000, "sequenceLength": 256,
+                           "microBatches": 1}},
+        "status": {"pods": [{"index": i, "node": n} for i, n in enumerate([*first, other])],
+                   "predicted": {"stepCommSeconds": 0.3}, "fabric": "h100-leaf-spine-2to1"},
+    }  # fmt: skip
+    views.topologies = {("ns", "big"): holding_of(body)}
+    observer.census(views)
+    loaded = names_of(metrics, "fabricfit_link_utilisation_ratio")
+    assert {d["class"] for d in loaded} == {"leaf"}
+    assert len(loaded) == 2  # one per rail group, not per node or rail
+    assert all((value(metrics, "fabricfit_link_utilisation_ratio", **d) or 0) > 0 for d in loaded)
+    views.topologies = {}
+    observer.census(views)
+    assert names_of(metrics, "fabricfit_link_utilisation_ratio") == []
+    # While a plan is being made (it syncs the link load off the event loop), the census
+    # leaves the load alone: the gauges keep what the last census said.
+    views.topologies = {("ns", "big"): holding_of(body)}
+    asyncio.run(_census_while_planning(observer, views))
+    assert names_of(metrics, "fabricfit_link_utilisation_ratio") == []
+
+
+async def _census_while_planning(observer: Observer, views: Views) -> None:
+    async with observer.state.plan_lock:
+        observer.census(views)
 
 
 def test_timed_records_duration_and_error_type() -> None:

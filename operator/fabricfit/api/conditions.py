@@ -79,6 +79,10 @@ class Reason(StrEnum):
     INVALID_FABRIC = ("InvalidFabric", _PLANNED, "False", _WARN, True)
     UNSUPPORTED_WORKLOAD = ("UnsupportedWorkload", _PLANNED, "False", _WARN, True)
     INSUFFICIENT_GPUS = ("InsufficientGPUs", _PLANNED, "False", _WARN)
+    # queuePolicy wait-if-faster: a placement that frees up soon saves more than the wait
+    # costs; not planned yet, nothing reserved, the AdmissionCheck answers Retry (summary
+    # Pending): the job is re-checked at Kueue's next requeue.
+    WAITING_FOR_BETTER_PLACEMENT = ("WaitingForBetterPlacement", _PLANNED, "Unknown", _NORMAL)
     # admission-check mode: not planned yet (summary Pending), so no reservation, before Kueue
     # reserved quota, and none after Kueue evicted or preempted the Workload.
     AWAITING_ADMISSION = ("AwaitingAdmission", _PLANNED, "Unknown", _NORMAL)
@@ -100,6 +104,9 @@ class Reason(StrEnum):
     # Pinned pods kube-scheduler calls Unschedulable: something fabricfit does not place took
     # their node's GPUs (or the node); re-placed and recreated, or waiting where none fits.
     PODS_UNSCHEDULABLE = ("PodsUnschedulable", _PLACED, "False", _WARN)
+    # The workload finished (Job Complete or Failed, ...): its plan, reservation and traffic
+    # are released and it is never planned again (summary Finished).
+    WORKLOAD_FINISHED = ("WorkloadFinished", _PLACED, "False", _NORMAL)
     # Degraded
     NODES_HEALTHY = ("NodesHealthy", _DEGRADED, "False", _NORMAL)
     NODE_UNAVAILABLE = ("NodeUnavailable", _DEGRADED, "True", _WARN)

@@ -11,7 +11,7 @@ constructible), so offline callers ask ``rules.violations(spec)``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -20,6 +20,7 @@ from fabricfit.api.constants import DEFAULT_RANK_ORDER
 from fabricfit.api.rules import (
     MODEL_SHAPE_RULES,
     PARALLELISM_RULES,
+    PLACEMENT_RULES,
     SPEC_RULES,
     WORKLOAD_REF_RULES,
 )
@@ -209,8 +210,16 @@ class SparePolicy(SpecModel):
     )
 
 
+#: Queue policies, by the names ``placement.queuePolicy``, ``fabricfit run --queue-policy`` and
+#: ``fabricfit simulate --queue-policy`` take (``placement.waiting``), the default first.
+QUEUE_POLICIES: Final = ("strict-fifo", "wait-if-faster")
+QueuePolicyName = Literal["strict-fifo", "wait-if-faster"]
+
+
 class PlacementPolicy(SpecModel):
     """How the plan is applied and which locality goals are hard requirements."""
+
+    model_config = ConfigDict(json_schema_extra=PLACEMENT_RULES)
 
     mode: Literal["pinned", "admission-check", "kueue-tas", "advisory"] = Field(
         default="pinned",
@@ -230,6 +239,16 @@ class PlacementPolicy(SpecModel):
         default=None,
         description=(
             "Spare nodes per NVLink domain; when omitted the fabric profile's setting applies."
+        ),
+    )
+    queue_policy: QueuePolicyName | None = Field(
+        default=None,
+        description=(
+            "strict-fifo: answer Kueue's AdmissionCheck as soon as a placement is found;"
+            " wait-if-faster: answer Retry while a placement that frees up soon (running jobs'"
+            " ends from kueue.x-k8s.io/max-exec-time-seconds) would save more communication"
+            " over the job's own declared run than the wait costs. admission-check mode only;"
+            " when omitted the operator's --queue-policy applies."
         ),
     )
 

@@ -209,6 +209,20 @@ SERVING_TARGETS = (
     ),
 )
 
+PLACEMENT = (
+    Rule(
+        "!has(self.queuePolicy) || self.queuePolicy != 'wait-if-faster'"
+        " || (has(self.mode) && self.mode == 'admission-check')",
+        "placement.queuePolicy wait-if-faster needs placement.mode admission-check: fabricfit"
+        " holds a job by answering Kueue's AdmissionCheck with Retry",
+        ".queuePolicy",
+        holds=lambda spec: (
+            spec.placement.queue_policy != "wait-if-faster"
+            or spec.placement.mode == "admission-check"
+        ),
+    ),
+)
+
 #: The one rule ``fabricfit plan`` may waive: a what-if needs no workload.
 WORKLOAD_REQUIRED = Rule(
     "has(self.workloadRef)",
@@ -304,10 +318,19 @@ SPEC = (
 WORKLOAD_REF_RULES = validations(*WORKLOAD_REF)
 PARALLELISM_RULES = validations(*PARALLELISM)
 MODEL_SHAPE_RULES = validations(*MODEL_SHAPE)
+PLACEMENT_RULES = validations(*PLACEMENT)
 SPEC_RULES = validations(*SPEC)
 SERVING_RULES = validations(*SERVING)
 SERVING_TARGET_RULES = validations(*SERVING_TARGETS)
-ALL_RULES = (*SPEC, *WORKLOAD_REF, *PARALLELISM, *MODEL_SHAPE, *SERVING, *SERVING_TARGETS)
+ALL_RULES = (
+    *SPEC,
+    *WORKLOAD_REF,
+    *PARALLELISM,
+    *MODEL_SHAPE,
+    *SERVING,
+    *SERVING_TARGETS,
+    *PLACEMENT,
+)
 
 
 def violations(spec: TrainingTopologySpec, *, require_workload: bool = True) -> list[str]:

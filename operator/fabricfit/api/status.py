@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
-from fabricfit.api.conditions import INVALID_REASONS, ConditionStatus, ConditionType
+from fabricfit.api.conditions import INVALID_REASONS, ConditionStatus, ConditionType, Reason
 from fabricfit.api.models import MAX_GPUS_PER_NODE, MAX_GPUS_PER_POD
 from fabricfit.api.rules import MAX_PODS
 
-Summary = Literal["Pending", "Planned", "Placed", "Degraded", "Invalid", "Waiting"]
+Summary = Literal["Pending", "Planned", "Placed", "Degraded", "Invalid", "Waiting", "Finished"]
 
 MAX_CONDITIONS = 16
 MAX_REASONS = 32
@@ -198,6 +198,33 @@ class Prediction(StatusModel):
         le=MAX_WORLD_SIZE,
         description="Data groups spread over nodes that do not share one rail group.",
     )
+    alone_step_comm_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SECONDS,
+        description=(
+            "Communication seconds per step without the running jobs' traffic (the cost "
+            "model's price of the placement alone)."
+        ),
+    )
+    neighbour_slowdown_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SECONDS,
+        description=(
+            "Seconds per step the links this job shares with the jobs running when it was "
+            "planned add to its communication (included in stepCommSeconds)."
+        ),
+    )
+    slowdown_added_to_others_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SECONDS,
+        description=(
+            "Seconds per step this job adds to the running jobs' communication, summed over "
+            "them, as priced when it was planned."
+        ),
+    )
 
 
 class GpuAllocation(StatusModel):
@@ -280,7 +307,8 @@ class TrainingTopologyStatus(StatusModel):
         description="Planned, Placed, Degraded, TopologyDetected, ComputeDomain, LatencyTarget.",
     )
     summary: Summary = Field(
-        default="Pending", description="Pending, Planned, Placed, Degraded, Invalid or Waiting."
+        default="Pending",
+        description="Pending, Planned, Placed, Degraded, Invalid, Waiting or Finished.",
     )
     workload: str | None = Field(default=None, max_length=317, description="Kind/name.")
     world_size: int | None = Field(default=None, ge=0, le=MAX_WORLD_SIZE, description="Ranks.")
@@ -424,7 +452,11 @@ def set_condition(conditions: tuple[Condition, ...], new: Condition) -> tuple[Co
 
 
 def summarize(conditions: tuple[Condition, ...]) -> Summary:
-    """The printer-column summary: Degraded > Placed > Planned > Invalid/Waiting > Pending."""
+    """The printer-column summary: Finished > Degraded > Placed > Planned > Invalid/Waiting >
+    Pending."""
+    placed = find_condition(conditions, ConditionType.PLACED)
+    if placed is not None and placed.reason == Reason.WORKLOAD_FINISHED.value:
+        return "Finished"
     if _is_true(conditions, ConditionType.DEGRADED):
         return "Degraded"
     if _is_true(conditions, ConditionType.PLACED):

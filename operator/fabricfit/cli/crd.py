@@ -3,7 +3,8 @@
 ``fabricfit crd --output crds/trainingtopologies.fabricfit.dev.yaml`` regenerates the committed
 CRD; ``--check FILE`` exits 1 when FILE differs (for CI or a pre-commit hook). ``--chart DIR``
 writes what the Helm chart at DIR carries from the same sources (the CRD, the RBAC rules of the
-workload kinds, the values schema's label-scheme enum); ``--check-chart DIR`` compares them.
+workload kinds, the values schema's label-scheme and queue-policy enums); ``--check-chart DIR``
+compares them.
 
 The CRD lists names the api layer does not own (label schemes, workload kinds); they come from
 the registries here, so a new scheme or kind is one module and ``make crd``.
@@ -19,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from fabricfit.api.crd import CRD_FILE, Registries, render_crd_yaml
+from fabricfit.api.models import QUEUE_POLICIES
 from fabricfit.cli.common import EXIT_INFEASIBLE, EXIT_OK, UsageError
 from fabricfit.cli.inputs import read_bytes, shown
 from fabricfit.fabric.schemes import NAMES as SCHEME_NAMES
@@ -72,11 +74,14 @@ def chart_files(chart: Path) -> dict[Path, str]:
     text = read_bytes(str(schema_path), "values schema").decode("utf-8", "replace")
     try:
         schema = json.loads(text)
-        schema["properties"]["operator"]["properties"]["labelScheme"]["enum"] = list(SCHEME_NAMES)
+        operator = schema["properties"]["operator"]["properties"]
+        operator["labelScheme"]["enum"] = list(SCHEME_NAMES)
+        operator["queuePolicy"]["enum"] = list(QUEUE_POLICIES)
     except (ValueError, KeyError, TypeError) as err:
         where = shown(str(schema_path))
         message = (
-            f"the chart's values schema {where} has no properties.operator.properties.labelScheme"
+            f"the chart's values schema {where} has no properties.operator.properties"
+            ".labelScheme and .queuePolicy"
         )
         raise UsageError(message) from err
     return {

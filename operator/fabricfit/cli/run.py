@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from fabricfit.api.constants import ADMISSION_CHECK_CONTROLLER
+from fabricfit.api.models import QUEUE_POLICIES
 from fabricfit.cli.common import EXIT_OK, EXIT_USAGE, Parser, UsageError, one_line, profile_name
 from fabricfit.cli.fabrics import read_profile_dir
 from fabricfit.fabric.names import unknown_name
@@ -86,6 +87,13 @@ def configure(parser: Parser) -> None:
     )
     parser.add_argument(
         "--resync-seconds", type=float, default=10.0, help="level-based re-evaluation period"
+    )
+    parser.add_argument(
+        "--queue-policy",
+        default=QUEUE_POLICIES[0],
+        choices=QUEUE_POLICIES,
+        help="queue policy of admission-check jobs that name none (placement.queuePolicy): "
+        "wait-if-faster holds a job through Kueue while a placement freeing up soon saves more",
     )
     parser.add_argument(
         "--kubeconfig",
@@ -157,6 +165,7 @@ def operator_config(args: argparse.Namespace) -> tuple[OperatorConfig, int]:
         label_scheme=args.label_scheme,
         resync_seconds=args.resync_seconds,
         namespaces=tuple(args.namespace),
+        queue_policy=args.queue_policy,
     )
     return config, priority
 

@@ -31,12 +31,8 @@ from fabricfit.contention import JobTraffic
 from fabricfit.fabric.objects import mapping_at, shorten, str_at, value_at
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement.costing import StepModel
-from fabricfit.placement.layout import build_layout
 from fabricfit.placement.neighbours import Neighbours, neighbours_of
-from fabricfit.placement.quality import plan_slots
-from fabricfit.placement.request import PlacementRequest
-from fabricfit.placement.running import job_traffic
+from fabricfit.placement.running import job_traffic, recorded_comm_seconds
 from fabricfit.policy import admit
 from fabricfit.render.record import read_plan
 
@@ -104,9 +100,9 @@ def running_jobs(
         if len(record.pods) != request.pods:
             skipped.append((key, f"its plan has {len(record.pods)} pods, its spec {request.pods}"))
             continue
-        comm = record.step_comm_seconds
-        if comm is None:
-            comm = _priced(snapshot, request, profile, record.pods)
+        comm = recorded_comm_seconds(
+            snapshot, request, profile, record.pods, record.step_comm_seconds
+        )
         if comm is None or any(not snapshot.has_node(n) for n in record.pods):
             skipped.append((key, "a planned node is not in the node dump"))
             continue
@@ -124,20 +120,3 @@ def running_jobs(
             jobs.append(traffic)
     neighbours = neighbours_of(snapshot, profile, jobs)
     return Running(neighbours, tuple(priced), tuple(skipped), held)
-
-
-def _priced(
-    snapshot: ClusterSnapshot,
-    request: PlacementRequest,
-    profile: FabricProfile,
-    pods: tuple[str, ...],
-) -> float | None:
-    """The cost model's step communication of a recorded plan (None: not locatable)."""
-    if len(pods) != request.pods:
-        return None
-    slots = plan_slots(snapshot, pods, request.gpus_per_pod)
-    if slots is None:
-        return None
-    layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
-    model = StepModel(snapshot, layout, request, profile)
-    return model.predict(model.rank_slots(slots)).step_comm_seconds

@@ -29,6 +29,7 @@ from fabricfit.placement.constraints import NO_RESERVATIONS
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.layout import build_layout
+from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.quality import PlanQuality, quality_of
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import PodSlot, node_slots
@@ -82,8 +83,12 @@ def price_pods(
     request: PlacementRequest,
     profile: FabricProfile,
     pods: Sequence[str],
+    *,
+    neighbours: Neighbours | None = None,
 ) -> PricedPods:
-    """Price the placement ``pods`` (node of each pod index) of ``request`` on ``snapshot``.
+    """Price the placement ``pods`` (node of each pod index) of ``request`` on ``snapshot``,
+    next to the running jobs' traffic when ``neighbours`` are given (the prediction then says
+    what the links it shares cost it and what it adds to them, as the search prices it).
 
     ValueError when the placement has the wrong number of pods or cannot be located.
     """
@@ -91,7 +96,7 @@ def price_pods(
         raise ValueError(f"the job has {request.pods} pods, the placement names {len(pods)}")
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     slots = locate_pods(snapshot, pods, request.gpus_per_pod)
-    model = StepModel(snapshot, layout, request, profile)
+    model = StepModel(snapshot, layout, request, profile, neighbours)
     ranks = model.rank_slots(slots)
     predicted = model.predict(ranks)
     quality = quality_of(layout.groups, ranks, predicted.spine_bytes_per_step)

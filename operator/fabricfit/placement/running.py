@@ -7,9 +7,10 @@ adds the same way, here: the pods' nodes are located with the convention of reco
 (``quality.plan_slots``: the m-th pod of the job on a node takes the node's m-th window), the
 ranks follow the job's rank layout, the traffic comes from the cost model
 (``contention.traffic``) and the step time is compute (declared, or ``contention.duty``) plus
-the communication the plan predicted. NIC links are recorded only on nodes the job does not
-fill: nobody else can share the NICs of a node it holds whole, and leaving them out keeps the
-load small on a large cluster.
+the communication the plan predicted (:func:`recorded_comm_seconds`: the one its status records,
+or the cost model's price of the plan when it records none). NIC links are recorded only on
+nodes the job does not fill: nobody else can share the NICs of a node it holds whole, and
+leaving them out keeps the load small on a large cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from fabricfit.contention import JobTraffic, dimension_traffic
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
+from fabricfit.placement.costing import StepModel
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.neighbours import compute_seconds
 from fabricfit.placement.quality import plan_slots
@@ -69,3 +71,24 @@ def located_traffic(
     step = compute_seconds(request, profile) + comm_seconds
     step = max(step, sum(d.net_seconds for d in dims))
     return JobTraffic(key=key, gpus=request.world_size, step_seconds=step, dimensions=dims)
+
+
+def recorded_comm_seconds(
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    profile: FabricProfile,
+    pods: Sequence[str],
+    recorded: float | None,
+) -> float | None:
+    """The step communication of a recorded plan: ``recorded`` (what its status says) when
+    given, else the cost model's price of the plan; None when it cannot be located."""
+    if recorded is not None:
+        return recorded
+    if len(pods) != request.pods:
+        return None
+    slots = plan_slots(snapshot, pods, request.gpus_per_pod)
+    if slots is None:
+        return None
+    layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
+    model = StepModel(snapshot, layout, request, profile)
+    return model.predict(model.rank_slots(slots)).step_comm_seconds

@@ -313,13 +313,16 @@ def decide_check(planned: Reason | None, message: str, *, gated: bool) -> Verdic
     """What fabricfit's check says after planning, from the ``Planned`` condition's reason and
     message: Ready once the plan is reserved *and* the job's templates carry the gate (else
     the pods could start ungated: wait), Rejected for a spec that cannot be planned as
-    written, Retry for a job that does not fit now; None when there is nothing to say yet."""
+    written, Retry for a job that does not fit now or waits for a better placement
+    (``queuePolicy: wait-if-faster``); None when there is nothing to say yet."""
     if planned is Reason.PLANNED:
         return Verdict(READY, f"placed by fabricfit: {message}") if gated else None
     if planned is not None and planned.invalid:
         return Verdict(REJECTED, f"fabricfit cannot plan this job: {message}")
     if planned is Reason.INSUFFICIENT_GPUS:
         return Verdict(RETRY, f"does not fit on the assigned flavors' nodes now: {message}")
+    if planned is Reason.WAITING_FOR_BETTER_PLACEMENT:
+        return Verdict(RETRY, f"fabricfit holds this job for a better placement: {message}")
     return None
 
 

@@ -65,7 +65,11 @@ ADMISSION_MODE = "admission-check"
 _REASONS = {r.value: r for r in Reason}
 #: While Kueue requeues, these say more than "awaiting admission" (and a Retry cycle would
 #: otherwise flip the condition, and post two Events, on every requeue).
-_KEPT_WHILE_WAITING = (Reason.ADMISSION_RELEASED, Reason.INSUFFICIENT_GPUS)
+_KEPT_WHILE_WAITING = (
+    Reason.ADMISSION_RELEASED,
+    Reason.INSUFFICIENT_GPUS,
+    Reason.WAITING_FOR_BETTER_PLACEMENT,
+)
 
 
 @dataclass(frozen=True)

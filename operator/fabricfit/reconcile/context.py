@@ -17,9 +17,12 @@ from fabricfit.fabric.snapshot import FactsMemo
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.rest import Rest
 from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.waiting import STRICT_FIFO
+from fabricfit.policy.waiting import HeldPlacement
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.draft import StatusDraft
 from fabricfit.reconcile.inventory import Holding, Ledger, TopologyKey
+from fabricfit.reconcile.linkload import RunningTraffic
 from fabricfit.render.record import PlanRecord
 
 
@@ -33,6 +36,8 @@ class OperatorConfig:
     label_scheme: str = "auto"
     resync_seconds: float = 10.0
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    # The queue policy of admission-check jobs that name none (placement.waiting).
+    queue_policy: str = STRICT_FIFO
 
 
 #: A Kueue Workload's owner: (namespace, kind, name) of the job it was made for.
@@ -95,6 +100,10 @@ class OperatorState:
     infeasible: dict[TopologyKey, int] = field(default_factory=dict)
     # Per TrainingTopology, the template patch the API server last refused (reconcile.applying).
     refusals: dict[TopologyKey, Refusal] = field(default_factory=dict)
+    # The running jobs' link load, in step with their recorded plans (reconcile.linkload).
+    traffic: RunningTraffic = field(default_factory=RunningTraffic)
+    # Jobs held for a better placement (reconcile.waiting): other plans leave their GPUs alone.
+    holds: dict[TopologyKey, HeldPlacement] = field(default_factory=dict)
 
     def lock_for(self, key: TopologyKey) -> asyncio.Lock:
         return self.object_locks.setdefault(key, asyncio.Lock())

@@ -127,6 +127,11 @@ class Holding:
     # for training jobs.
     served: Mapping[str, Any] | None = None
     deleting: bool = False  # being deleted: its plan is released, its pods are not pinned
+    # What the link load needs to turn the plan into traffic (reconcile.linkload): the spec as
+    # written (a private copy), its generation, and the GPUs per pod the status settled.
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    generation: int | None = None
+    gpus_per_pod: int | None = None
 
 
 def holding_of(body: Mapping[str, Any]) -> Holding:
@@ -145,6 +150,9 @@ def holding_of(body: Mapping[str, Any]) -> Holding:
         current=generation is not None and status.get("observedGeneration") == generation,
         served=_served(spec, status),
         deleting=bool((body.get("metadata") or {}).get("deletionTimestamp")),
+        spec=copy.deepcopy(dict(spec)) if isinstance(spec, Mapping) else {},
+        generation=generation if isinstance(generation, int) else None,
+        gpus_per_pod=_positive(status.get("gpusPerPod")),
     )
 
 
@@ -154,6 +162,10 @@ def _served(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Mapping[str, 
         return None
     kept = {k: status[k] for k in ("pods", "gpusPerPod") if k in status}
     return {"spec": copy.deepcopy(dict(spec)), "status": copy.deepcopy(kept)}
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def resource_version(body: Mapping[str, Any]) -> int:
@@ -230,6 +242,22 @@ def holds_of_others(
 ) -> dict[str, int]:
     """GPUs other plans hold beyond what their bound pods use (the snapshot counts those);
     ``claimed`` adds the GPUs each pod's DRA claims hold, by (namespace, pod name)."""
+    bound = bound_gpus(pods, claimed)
+    holds: dict[str, int] = {}
+    for holder, by_node in reservations.items():
+        if holder == me:
+            continue
+        for node, gpus in by_node.items():
+            extra = gpus - bound.get((holder, node), 0)
+            if extra > 0:
+                holds[node] = holds.get(node, 0) + extra
+    return holds
+
+
+def bound_gpus(
+    pods: Iterable[Mapping[str, Any]], claimed: Mapping[tuple[str, str], int] | None = None
+) -> dict[tuple[TopologyKey, str], int]:
+    """GPUs the live bound pods of each TrainingTopology use, per (its key, node)."""
     claimed = claimed or {}
     bound: dict[tuple[TopologyKey, str], int] = {}
     owner_key: TopologyKey
@@ -242,15 +270,7 @@ def holds_of_others(
             owner_key = (str(meta.get("namespace") or ""), str(owner))
             gpus = pod_gpu_request(pod, []) + claimed.get((owner_key[0], str(meta.get("name"))), 0)
             bound[(owner_key, node)] = bound.get((owner_key, node), 0) + gpus
-    holds: dict[str, int] = {}
-    for holder, by_node in reservations.items():
-        if holder == me:
-            continue
-        for node, gpus in by_node.items():
-            extra = gpus - bound.get((holder, node), 0)
-            if extra > 0:
-                holds[node] = holds.get(node, 0) + extra
-    return holds
+    return bound
 
 
 def take_snapshot(

@@ -11,8 +11,9 @@ reads the same as one this process just made, and nothing is priced here. A reco
 (made by an older operator) shows no crossing or spine gauges until it is planned again. Plans
 are counted as they are written (a new or changed ``status.pods``), failures as ``Planned``
 turns False (or changes its reason), so a job waiting for GPUs counts once, not once per resync.
-The cluster census (fragmentation, and pruning gauges of TrainingTopologies that disappeared
-while nobody watched) runs on its own period from the same kopf indexes.
+The cluster census (fragmentation, the busiest shared link per rail group and spine block from
+the running jobs' link load, and pruning gauges of TrainingTopologies that disappeared while
+nobody watched) runs on its own period from the same kopf indexes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fabricfit.api.conditions import ConditionType, Reason
+from fabricfit.contention import busiest_by_place
+from fabricfit.fabric.profiles import ProfileError
+from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.metrics import OperatorMetrics
 from fabricfit.placement.quality import measure_fragmentation
 from fabricfit.reconcile import planning
@@ -104,8 +108,25 @@ class Observer:
         scheme = self.state.config.label_scheme
         unlabelled = detection_of(snapshot, scheme).unlabelled_gpu_nodes
         self.metrics.set_nodes_without_topology(len(unlabelled))
+        self.link_census(snapshot, views)
         for key in self.metrics.jobs() - set(views.topologies):
             self.metrics.forget_job(key)
+
+    def link_census(self, snapshot: ClusterSnapshot, views: Views) -> None:
+        """The busiest shared link per rail group and spine block, from the running jobs'
+        link load brought in step with their plans; skipped while a plan is being made (the
+        plan syncs the load off the event loop, and the next census reads it)."""
+        state = self.state
+        if state.plan_lock.locked():
+            return
+        try:
+            profile = planning.cluster_profile(snapshot, state)
+        except ProfileError:  # the nodes name an unknown fabric: TopologyDetected says so
+            return
+        holdings = planning.newest_holdings(state, views)
+        load = state.traffic.sync(holdings, snapshot, state.config.catalog, profile)
+        capacities = planning.capacities_of(state, snapshot, profile)
+        self.metrics.set_link_utilisation(busiest_by_place(load, capacities))
 
 
 def _reason(status: Mapping[str, Any], type_: str) -> str | None:

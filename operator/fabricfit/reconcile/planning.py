@@ -7,6 +7,12 @@ under one lock, reads a fresh snapshot of kopf's indexes, subtracts what other p
 ledger), plans, and records its own reservation in the cluster (status) *before* it releases
 the lock and before any pod is pinned. After an operator restart, kopf repopulates the indexes
 (status included) before the first handler runs, so the reservations survive restarts.
+
+A plan is priced next to the running jobs: under the same lock the running jobs' link load is
+brought in step with every recorded plan (``reconcile.linkload``, incrementally) and handed to
+the search without the job being planned (``plan_placement(..., neighbours=...)``), so a job
+that ties alone keeps off the links other jobs load; the link capacities are kept per facts
+token.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from typing import Any
 from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.contention import LinkCapacities, link_capacities
 from fabricfit.fabric.nodes import read_node_facts
 from fabricfit.fabric.pods import TERMINAL_PHASES, pod_gpu_request
 from fabricfit.fabric.profiles import FabricProfile
+from fabricfit.fabric.profiles.choice import choose_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.kube.topologies import patch_status
 from fabricfit.placement import (
@@ -34,16 +42,19 @@ from fabricfit.placement import (
 )
 from fabricfit.placement.constraints import constraints_key, inputs_digest, node_rejection
 from fabricfit.placement.maintenance import pending_holds
+from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.pairing import Partner
 from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.policy.devices import settle_devices
 from fabricfit.policy.pairing import partner_of
+from fabricfit.reconcile import waiting
 from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.detected import flat_warning_of
 from fabricfit.reconcile.devices import devices_still_ours
-from fabricfit.reconcile.inventory import holds_of_others
+from fabricfit.reconcile.inventory import Holding, TopologyKey, holds_of_others
+from fabricfit.reconcile.linkload import job_key
 from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
 from fabricfit.render.summary import serving_line
@@ -71,6 +82,31 @@ def resolve_profile(
 
     key = ("fabric", spec.fabric, constraints_key(request))
     return state.per_facts.get(snapshot, key, choose)
+
+
+def cluster_profile(snapshot: ClusterSnapshot, state: OperatorState) -> FabricProfile:
+    """The fabric of a job that names none (the nodes' vote): what the link metrics use."""
+    config = state.config
+
+    def choose() -> tuple[FabricProfile, str]:
+        choice = choose_profile(
+            snapshot.nodes,
+            spec_fabric=None,
+            default=config.default_fabric,
+            catalog=config.catalog,
+        )
+        return choice.profile, choice.reason
+
+    return state.per_facts.get(snapshot, ("fabric", None), choose)[0]
+
+
+def capacities_of(
+    state: OperatorState, snapshot: ClusterSnapshot, profile: FabricProfile
+) -> LinkCapacities:
+    """The shared links' capacities, once per facts token and fabric."""
+    return state.per_facts.get(
+        snapshot, ("capacities", profile.name), lambda: link_capacities(snapshot, profile)
+    )
 
 
 def scheme_of(spec: TrainingTopologySpec, state: OperatorState) -> str:
@@ -220,20 +256,17 @@ def with_partner(run: Run, target: Target) -> tuple[PlacementRequest, str | None
 
 
 async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
-    """Plan under the lock and write the reservation; None when the job does not fit now."""
+    """Plan under the lock and write the reservation; None when the job does not fit now, or
+    waits for a better placement (``reconcile.waiting``)."""
     state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
         snapshot, request, profile, held = _inputs(run, target)
+        held = waiting.with_extra(held, waiting.beside_holds(run, target, snapshot, held))
         why = (draft.generation, repr(request), profile)
         inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
         if state.infeasible.get(key) == inputs:
             return None  # nothing changed since this job last did not fit: don't plan again
-        # The search is pure CPU over frozen inputs: run it off the event loop, so the pins,
-        # binds and Placed of jobs already planned go on meanwhile (a burst of plans held each
-        # for a whole plan otherwise). The plan lock keeps it one plan at a time.
-        decision = await asyncio.to_thread(
-            plan_placement, snapshot, request, profile, reservations=held
-        )
+        decision, wait = await _search(run, target, (snapshot, request, profile, held))
         if not decision.feasible:
             state.infeasible[key] = inputs
             draft.set(reservation=[], pods=[], reasons=list(decision.reasons)[:32])
@@ -241,6 +274,13 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
             await write_status(run)
             return None
         state.infeasible.pop(key, None)
+        if wait is not None:
+            state.holds[key] = wait.held
+            draft.set(reservation=[], pods=[], reasons=[wait.message])
+            draft.condition(Reason.WAITING_FOR_BETTER_PLACEMENT, wait.message)
+            await write_status(run)
+            return None
+        state.holds.pop(key, None)
         unpaired = with_partner(run, target)[1]
         if unpaired is not None:
             decision = replace(decision, reasons=(*decision.reasons, unpaired))
@@ -258,6 +298,44 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
         draft.condition(Reason.PLANNED, _summary(decision, flat))
         await write_status(run)
         return PlanResult(decision, snapshot)
+
+
+async def _search(
+    run: Run,
+    target: Target,
+    inputs: tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]],
+) -> tuple[PlacementDecision, waiting.Waiting | None]:
+    """The plan next to the running jobs' traffic, and whether it waits (under the lock).
+
+    The search is pure CPU over frozen inputs: it runs off the event loop, so the pins, binds
+    and Placed of jobs already planned go on meanwhile (a burst of plans held each for a whole
+    plan otherwise). The plan lock keeps it one plan at a time, and with it the link load's
+    sync (``reconcile.linkload``), which only planning and the census touch."""
+    state, key = run.state, run.key
+    snapshot, request, profile, held = inputs  # the request with its partner and devices
+    wait_inputs = waiting.wait_inputs(run, target)
+    holdings = newest_holdings(state, run.views_of())
+    capacities = capacities_of(state, snapshot, profile)
+
+    def search() -> tuple[PlacementDecision, waiting.Waiting | None]:
+        load = state.traffic.sync(holdings, snapshot, state.config.catalog, profile)
+        neighbours = Neighbours(load.remove(job_key(key)), capacities)
+        decision = plan_placement(
+            snapshot, request, profile, reservations=held, neighbours=neighbours
+        )
+        if wait_inputs is None:
+            return decision, None
+        wait = waiting.decide_hold(
+            wait_inputs,
+            decision,
+            snapshot=snapshot,
+            request=request,
+            profile=profile,
+            neighbours=neighbours,
+        )
+        return decision, wait
+
+    return await asyncio.to_thread(search)
 
 
 async def replace_and_reserve(
@@ -348,17 +426,30 @@ def _reservation(decision: PlacementDecision, spec: TrainingTopologySpec) -> dic
     return reservation_of(decision, spec.gpus_per_pod)
 
 
+def newest_holdings(state: OperatorState, views: Views) -> dict[TopologyKey, Holding]:
+    """Every TrainingTopology's newest known holding (the watch's, or our later write)."""
+    ledger = state.ledger
+    found = {key: ledger.newest(key, seen) for key, seen in views.topologies.items()}
+    return {key: holding for key, holding in found.items() if holding is not None}
+
+
 def _summary(decision: PlacementDecision, flat: str | None = None) -> str:
     nodes = len(set(decision.pods))
-    predicted = decision.predicted.step_comm_seconds if decision.predicted else 0.0
-    serving = decision.predicted.serving if decision.predicted else None
+    times = decision.predicted
+    serving = times.serving if times else None
     if serving is not None:
         return f"{len(decision.pods)} pods on {nodes} nodes; {serving_line(serving)}"
+    predicted = times.step_comm_seconds if times else 0.0
+    text = f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
+    text += f"{predicted:.4g} s"
+    if times is not None and (times.neighbour_slowdown_seconds or 0.0) > 0:
+        text += (
+            f" ({times.neighbour_slowdown_seconds:.4g} s of it from links shared with running jobs)"
+        )
+    if times is not None and (times.slowdown_added_to_others_seconds or 0.0) > 0:
+        text += f", adds {times.slowdown_added_to_others_seconds:.4g} s per step to running jobs"
     efficiency = f"efficiency unknown: {flat}" if flat else f"efficiency {decision.efficiency:.0%}"
-    return (
-        f"{len(decision.pods)} pods on {nodes} nodes; predicted step communication "
-        f"{predicted:.4g} s, {efficiency}"
-    )
+    return f"{text}, {efficiency}"
 
 
 def _why(decision: PlacementDecision) -> str:

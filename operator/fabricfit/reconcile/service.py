@@ -8,7 +8,9 @@ cluster one step closer to the plan:
 
 1. parse and validate the spec (invalid → ``Planned=False``, reason ``InvalidSpec``);
 2. find the workload (absent → ``Placed=False``, reason ``WorkloadNotFound``; the plan is still
-   made and reserved, so a workload created later finds its GPUs held);
+   made and reserved, so a workload created later finds its GPUs held; finished — a Job
+   ``Complete`` or ``Failed`` — → ``Placed=False``, reason ``WorkloadFinished``: the plan and
+   reservation are dropped, so its GPUs and its share of the links are free again);
 3. plan, unless a plan for this generation exists or pods are already pinned (a running job is
    never moved); the reservation is written to status before anything else happens;
 4. create the plan's ComputeDomain when its groups span trays of one NVLink domain (GB200
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NoReturn
 
-from fabricfit import policy
+from fabricfit import policy, workloads
 from fabricfit.api.conditions import Reason
 from fabricfit.api.constants import TOPOLOGY_LABEL
 from fabricfit.api.models import MAX_GPUS_PER_POD, TrainingTopologySpec
@@ -201,6 +203,7 @@ def workload_pods(
 async def _reconcile(body: Mapping[str, Any], run: Run, found: _Found) -> None:
     target = await _target(run, body, parse_spec(body, run.draft))
     spec = found.spec = target.spec
+    release_if_finished(run, target)
     may_pin = True
     if spec.placement.mode == admission.ADMISSION_MODE:
         found.workloads = kueue_workloads(target.ref.kind, target.workload)
@@ -263,6 +266,22 @@ async def _target(run: Run, body: Mapping[str, Any], parsed: TrainingTopologySpe
     run.draft.set(gpuAllocation=gpu_allocation(claimed, admitted.devices))
     scheme = planning.scheme_of(spec, run.state)
     return Target(spec, workload, template, tuple(pods), request, claimed, scheme, admitted.devices)
+
+
+def release_if_finished(run: Run, target: Target) -> None:
+    """Stop here when the workload finished: its plan, reservation and link traffic go (the
+    GPUs are free, its pods send nothing), and it is never planned again."""
+    finished = workloads.finished(target.ref.kind, target.workload)
+    if finished is None:
+        return
+    if run.record.pods or run.record.reservation:
+        run.draft.set(pods=[], reservation=[])
+    ref = target.ref
+    run.draft.condition(
+        Reason.WORKLOAD_FINISHED,
+        f"{ref.kind} {run.namespace}/{ref.name} is {finished}: its GPUs and links are released",
+    )
+    raise _StopError
 
 
 def decide_plan(record: PlanRecord, target: Target, generation: int) -> PlanStep:

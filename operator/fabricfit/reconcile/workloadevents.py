@@ -70,7 +70,10 @@ def workload_entry(body: Mapping[str, Any]) -> dict[tuple[str, str, str], dict[s
             },
         },
         "spec": {"podSets": [{"name": p.get("name")} for p in (body.get("spec") or {}).get(
-            "podSets") or [] if isinstance(p, Mapping)]},
+            "podSets") or [] if isinstance(p, Mapping)],
+                 # the run time the job declares (queuePolicy wait-if-faster, policy.waiting)
+                 "maximumExecutionTimeSeconds": (body.get("spec") or {}).get(
+                     "maximumExecutionTimeSeconds")},
         "status": dict(body.get("status") or {}),
     }  # fmt: skip
     return {(str(meta.get("namespace") or ""), owner[0], owner[1]): slim}

@@ -15,7 +15,9 @@ are the reconcile's (``reconcile.draft``).
 
 ``predicted`` also records the plan's fabric facts (communicator groups per dimension, groups
 crossing an NVLink domain or a rail group, spine bytes per step), located on the snapshot the
-plan was made on: the operator's metrics read them off the record and never price a plan again.
+plan was made on: the operator's metrics read them off the record and never price a plan again;
+and, when the plan was priced next to the running jobs, its communication alone, the slowdown
+the links it shares with them add, and what it adds to them (``neighbour_fields``).
 
 ``reservation`` (node → GPUs) is the double-booking guard and comes from
 :func:`reservation_of`; the operator writes it before pinning any pod.
@@ -47,6 +49,12 @@ from fabricfit.placement.quality import PlanQuality, decision_quality
 from fabricfit.placement.spares import SpareSet
 
 MAX_REASON_CHARS = 1024
+#: ``status.predicted`` fields about the running jobs (``neighbour_fields``).
+NEIGHBOUR_FIELDS = (
+    "aloneStepCommSeconds",
+    "neighbourSlowdownSeconds",
+    "slowdownAddedToOthersSeconds",
+)
 # Go-style units under a minute, largest first: what `kubectl` users read as durations.
 _SUBMINUTE_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 
@@ -200,6 +208,7 @@ def prediction_fields(
         fields["spineBytesPerStep"] = spine
         fields["tensorGroupsCrossingNvlink"] = quality.tensor_groups_crossing_nvlink
         fields["dataGroupsCrossingRailGroup"] = quality.data_groups_crossing_rail_group
+    fields.update(neighbour_fields(times))
     return fields
 
 
@@ -211,6 +220,20 @@ def serving_fields(times: ServingTimes) -> dict[str, float | None]:
         "kvTransferSeconds": times.kv_transfer_seconds,
     }
     return {k: None if v is None else _seconds(v) for k, v in phases.items()}
+
+
+def neighbour_fields(times: StepTimes) -> dict[str, float | None]:
+    """The prediction alone and next to the running jobs (every field None when the plan was
+    not priced next to them, so a merge patch clears an older plan's figures)."""
+    slowdown = times.neighbour_slowdown_seconds
+    if slowdown is None:
+        return dict.fromkeys(NEIGHBOUR_FIELDS)
+    added = times.slowdown_added_to_others_seconds or 0.0
+    return {
+        "aloneStepCommSeconds": _seconds(times.alone_step_comm_seconds),
+        "neighbourSlowdownSeconds": _seconds(slowdown),
+        "slowdownAddedToOthersSeconds": _seconds(added),
+    }
 
 
 def _bytes(value: float) -> float | None:

@@ -174,7 +174,7 @@ class _State:
         heapq.heapify(moved)
         self.running = moved
 
-    def hold(self, job: TraceJob, placed: Placed, now: float) -> Hold | None:
+    def hold(self, job: TraceJob, placed: Placed, now: float) -> Hold[Placed] | None:
         """Whether the head ``job``, placeable now as ``placed``, waits (``holding``)."""
         return hold_until(job.steps, placed, now, self._futures(), partial(self.place, job))
 
@@ -186,7 +186,7 @@ class _State:
                 neighbours = neighbours.without(ended.name)
             yield time, (later.snapshot, neighbours)
 
-    def backfill(self, queue: Sequence[TraceJob], hold: Hold, now: float) -> list[TraceJob]:
+    def backfill(self, queue: Sequence[TraceJob], hold: Hold[Placed], now: float) -> list[TraceJob]:
         """Start the jobs behind the held head that do not delay it (``holding``); those."""
         free_then = free_at(self.cluster, self.running, hold.until)
         reserved = hold.reserved(queue[0].request.gpus_per_pod)
@@ -230,7 +230,7 @@ def replay(
     if queue_policy not in QUEUE_POLICIES:
         raise ValueError(f"unknown queue policy {queue_policy!r}")
     holding = queue_policy != STRICT_FIFO
-    holds: dict[str, Hold] = {}  # the latest hold of each job held
+    holds: dict[str, Hold[Placed]] = {}  # the latest hold of each job held
     runs = {j.name: JobRun(j.name, j.gpus, j.arrival) for j in jobs}
     neighbours = neighbours_of(snapshot, profile) if contention else None
     state = _State(placer, profile, SimCluster.of(snapshot), runs, [], neighbours)

@@ -98,6 +98,12 @@ def is_suspended(kind: str, workload: Mapping[str, Any]) -> bool | None:
     return _of(kind).is_suspended(workload)
 
 
+def finished(kind: str, workload: Mapping[str, Any] | None) -> str | None:
+    """The condition saying the workload finished (Job ``Complete``/``Failed``, JobSet
+    ``Completed``/``Failed``, ...), or None while it has not (or its kind never finishes)."""
+    return None if workload is None else _of(kind).finished(workload)
+
+
 def build_unsuspend_patch(kind: str) -> dict[str, Any] | None:
     """The merge patch that lets the workload start; None for kinds without a suspend flag."""
     return _of(kind).unsuspend_patch()

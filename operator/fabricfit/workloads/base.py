@@ -54,6 +54,9 @@ class WorkloadKind:
     #: Kueue admits the workload through Workloads it owns (or names), which fabricfit's
     #: AdmissionCheck follows; False where Kueue's pod integration owns them by the pods.
     admitted_as_workload: ClassVar[bool] = True
+    #: Condition types (``status.conditions``) that, True, mean the workload has finished:
+    #: its pods hold no GPU and send nothing any more. Empty for kinds that never finish.
+    finished_conditions: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def api_group(self) -> str:
@@ -108,6 +111,17 @@ class WorkloadKind:
         """Whether the templates' pod specs can no longer change (only their metadata can),
         beyond what ``allows_pod_affinity`` already says for every workload of the kind."""
         return False
+
+    def finished(self, workload: Mapping[str, Any]) -> str | None:
+        """The condition type saying the workload finished (``finished_conditions``), if any."""
+        for condition in get_path(workload, ("status", "conditions")) or []:
+            if (
+                isinstance(condition, Mapping)
+                and condition.get("type") in self.finished_conditions
+                and condition.get("status") == "True"
+            ):
+                return str(condition["type"])
+        return None
 
     def is_suspended(self, workload: Mapping[str, Any]) -> bool | None:
         """The workload's suspend flag; None for kinds that have none."""

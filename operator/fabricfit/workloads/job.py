@@ -17,6 +17,8 @@ class Job(WorkloadKind):
     index_label: ClassVar[str | None] = JOB_COMPLETION_INDEX_LABEL
     suspend_path: ClassVar[Path | None] = ("spec", "suspend")
     index_without_workload: ClassVar[bool] = True
+    # k8s.io/api (Kubernetes v1.36) batch/v1 types.go: JobComplete "Complete", JobFailed "Failed"
+    finished_conditions: ClassVar[frozenset[str]] = frozenset({"Complete", "Failed"})
 
     def template_paths(self, workload: Mapping[str, Any]) -> list[Path]:
         return [("spec", "template")]

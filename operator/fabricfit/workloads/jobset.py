@@ -26,6 +26,8 @@ class JobSet(WorkloadKind):
     plural: ClassVar[str] = "jobsets"
     index_label: ClassVar[str | None] = JOBSET_JOB_INDEX_LABEL
     suspend_path: ClassVar[Path | None] = ("spec", "suspend")
+    # sigs.k8s.io/jobset@v0.12.0 api/jobset/v1alpha2/jobset_types.go:106-108
+    finished_conditions: ClassVar[frozenset[str]] = frozenset({"Completed", "Failed"})
 
     def template_paths(self, workload: Mapping[str, Any]) -> list[Path]:
         jobs = get_path(workload, ("spec", "replicatedJobs"))

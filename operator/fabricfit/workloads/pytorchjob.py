@@ -24,6 +24,8 @@ class PyTorchJob(WorkloadKind):
     index_label: ClassVar[str | None] = KUBEFLOW_REPLICA_INDEX_LABEL
     suspend_path: ClassVar[Path | None] = ("spec", "runPolicy", "suspend")
     allows_pod_affinity: ClassVar[bool] = True
+    # github.com/kubeflow/training-operator@v1.9.3 pkg/apis/kubeflow.org/v1/common_types.go:151,159
+    finished_conditions: ClassVar[frozenset[str]] = frozenset({"Succeeded", "Failed"})
 
     def template_paths(self, workload: Mapping[str, Any]) -> list[Path]:
         return [("spec", "pytorchReplicaSpecs", t, "template") for t in REPLICA_TYPES]

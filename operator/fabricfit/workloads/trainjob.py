@@ -48,6 +48,8 @@ class TrainJob(WorkloadKind):
     plural: ClassVar[str] = "trainjobs"
     index_label: ClassVar[str | None] = JOB_COMPLETION_INDEX_LABEL
     suspend_path: ClassVar[Path | None] = ("spec", "suspend")
+    # github.com/kubeflow/trainer/v2@v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go:61-64
+    finished_conditions: ClassVar[frozenset[str]] = frozenset({"Complete", "Failed"})
 
     def patchable(self, workload: Mapping[str, Any]) -> Mapping[str, Any]:
         """``workload`` with fabricfit's entry for the ``node`` job present (empty template)."""

@@ -75,6 +75,10 @@ VALID = {
     ),
     "grouped-query attention": spec_with(model={"attentionHeads": 64, "kvHeads": 8}),
     "head dimension given": spec_with(model={"attentionHeads": 3, "headDim": 128}),
+    "wait-if-faster through the AdmissionCheck": spec_with(
+        placement={"mode": "admission-check", "queuePolicy": "wait-if-faster"}
+    ),
+    "strict-fifo in any mode": spec_with(placement={"queuePolicy": "strict-fifo"}),
 }
 
 INVALID = {
@@ -158,6 +162,14 @@ INVALID = {
     "pods in another group": (
         spec_with(workloadRef={**POD_REF, "apiVersion": "apps/v1"}),
         "served by apiVersion v1",
+    ),
+    "wait-if-faster without Kueue": (
+        spec_with(placement={"mode": "pinned", "queuePolicy": "wait-if-faster"}),
+        "needs placement.mode admission-check",
+    ),
+    "wait-if-faster in the default mode": (
+        spec_with(placement={"queuePolicy": "wait-if-faster"}),
+        "needs placement.mode admission-check",
     ),
 }
 

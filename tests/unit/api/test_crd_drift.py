@@ -66,7 +66,8 @@ def test_crd_chart_writes_and_checks_the_chart_files(
 ) -> None:
     chart = tmp_path / "chart"
     (chart / "files" / "crds").mkdir(parents=True)
-    schema = {"properties": {"operator": {"properties": {"labelScheme": {"enum": ["auto"]}}}}}
+    enums = {"labelScheme": {"enum": ["auto"]}, "queuePolicy": {"enum": ["strict-fifo"]}}
+    schema = {"properties": {"operator": {"properties": enums}}}
     (chart / "values.schema.json").write_text(json.dumps(schema), encoding="utf-8")
     assert main(["crd", "--check-chart", str(chart)]) == 1
     assert "out of date" in capsys.readouterr().err

@@ -47,6 +47,7 @@ def test_defaults() -> None:
         "tensor": "Required",
         "data": "Preferred",
         "spares": None,
+        "queue_policy": None,  # the operator's --queue-policy
     }
 
 

@@ -99,7 +99,8 @@ def test_dashboard_is_grafana_json_with_a_datasource_variable() -> None:
         for target in panel["targets"]:
             assert target["datasource"]["uid"] == "$datasource"
     titles = " ".join(p["title"] for p in board["panels"]).lower()
-    for topic in ("efficiency", "nvlink", "rail group", "spine", "free gpus", "largest placeable"):
+    for topic in ("efficiency", "nvlink", "rail group", "spine", "free gpus", "largest placeable",
+                  "shared link"):  # fmt: skip
         assert topic in titles
 
 
@@ -113,7 +114,12 @@ def test_dashboard_queries_use_only_exported_metrics() -> None:
         used |= {n.removesuffix("_bucket") for n in names}
     for name in variable_metrics(board):
         assert exported(name), name
-    shown = {"fabricfit_placement_efficiency_ratio", "fabricfit_largest_placeable_pods"}
+    shown = {
+        "fabricfit_placement_efficiency_ratio",
+        "fabricfit_largest_placeable_pods",
+        "fabricfit_link_utilisation_ratio",
+        "fabricfit_neighbour_slowdown_seconds",
+    }
     assert shown <= used
 
 

@@ -132,5 +132,9 @@ def test_neighbours_only_ever_add_and_never_overbook(
     assert (predicted.slowdown_added_to_others_seconds or 0) >= 0
     alone = price_pods(snapshot, request, RAIL_ONLY, decision.pods).predicted
     assert predicted.step_comm_seconds >= alone.step_comm_seconds * (1 - 1e-9)
+    # Another scheduler's placement is priced next to them the same way (pricing.price_pods).
+    again = price_pods(snapshot, request, RAIL_ONLY, decision.pods, neighbours=neighbours)
+    assert again.predicted.step_comm_seconds == pytest.approx(predicted.step_comm_seconds)
+    assert again.predicted.alone_step_comm_seconds == pytest.approx(alone.step_comm_seconds)
     assert not full & set(decision.pods)
     assert len(decision.pods) == len(set(decision.pods)) == data

@@ -86,6 +86,24 @@ def test_a_missing_workload_still_holds_its_gpus() -> None:
     assert sum(outcome.plan.reservation.values()) == 16
 
 
+def test_a_finished_job_releases_its_plan_and_is_never_planned_again() -> None:
+    world = World(topology(), (JOB_PATH, job()))
+    planned = reconcile(world).plan
+    assert planned.pods and planned.reservation
+    done = dict(world.api.objects[JOB_PATH])
+    done["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    world.api.put(JOB_PATH, done)
+    outcome = reconcile(world)
+    assert reasons(outcome) == [Reason.WORKLOAD_FINISHED]
+    assert not outcome.plan.pods and not outcome.plan.reservation
+    assert world.status()["summary"] == "Finished"
+    assert "Complete" in next(
+        c["message"] for c in world.status()["conditions"] if c["type"] == "Placed"
+    )
+    again = reconcile(world)
+    assert again.decision is None and not again.plan.pods
+
+
 def test_a_started_job_that_refuses_the_template_is_reported() -> None:
     world = World(topology(), (JOB_PATH, job(suspend=False)))
     world.api.fail[JOB_PATH] = ApiError(422, "Invalid", "field is immutable")

@@ -17,7 +17,7 @@ from fabricfit.reconcile.context import (
     Target,
     Views,
 )
-from fabricfit.reconcile.inventory import holding_of, slim_node, slim_pod
+from fabricfit.reconcile.inventory import Holding, holding_of, slim_node, slim_pod
 from fabricfit_dev.cluster import fakenodes
 from fabricfit_dev.memapi import FakeApi
 
@@ -92,6 +92,7 @@ class World:
         self.pods: list[dict[str, Any]] = []
         self.state = OperatorState(config=OperatorConfig(), rest=self.api)  # type: ignore[arg-type]
         self.kueue = KueueViews()  # what the Kueue indexes hold (tests of admission-check)
+        self.others: dict[tuple[str, str], Holding] = {}  # other TrainingTopologies' holdings
 
     def add_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
         """Create the pod; returns it as the API server stored it (the watch sees that)."""
@@ -108,7 +109,9 @@ class World:
         return Views(
             nodes=copy.deepcopy(self.nodes),
             pods=[p for p in pods if p is not None],
-            topologies={KEY: holding_of(tt)} if tt is not None else {},
+            topologies={**self.others, KEY: holding_of(tt)}
+            if tt is not None
+            else dict(self.others),
             kueue=self.kueue,
         )
 

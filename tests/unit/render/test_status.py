@@ -101,6 +101,9 @@ def test_placed_status() -> None:
             "spineBytesPerStep": None,
             "tensorGroupsCrossingNvlink": None,
             "dataGroupsCrossingRailGroup": None,
+            "aloneStepCommSeconds": None,
+            "neighbourSlowdownSeconds": None,
+            "slowdownAddedToOthersSeconds": None,
         },
         "lowerBoundSeconds": 0.016,
         "efficiency": 0.8,
@@ -121,6 +124,24 @@ def test_placed_status() -> None:
         **expected,
         "predicted": predicted,
     }
+
+
+def test_a_plan_priced_next_to_running_jobs_says_alone_and_with_them() -> None:
+    times = dataclasses.replace(
+        PLACED.predicted,
+        step_comm_seconds=0.03,
+        neighbour_slowdown_seconds=0.01,
+        slowdown_added_to_others_seconds=0.004,
+    )
+    decision = dataclasses.replace(PLACED, predicted=times)
+    body = build_plan_status(decision, spec=SPEC, reservation={}, generation=1)
+    predicted = body["predicted"]
+    assert predicted["stepCommSeconds"] == 0.03
+    assert predicted["aloneStepCommSeconds"] == pytest.approx(0.02)
+    assert predicted["neighbourSlowdownSeconds"] == 0.01
+    assert predicted["slowdownAddedToOthersSeconds"] == 0.004
+    written = TrainingTopologyStatus.model_validate(body).to_body()["predicted"]
+    assert written["neighbourSlowdownSeconds"] == 0.01  # the schema carries them, camelCase
 
 
 def test_a_plan_made_on_a_snapshot_records_its_fabric_facts() -> None:

@@ -43,3 +43,33 @@ def test_affinity_mutability() -> None:
         "PyTorchJob",
         "LeaderWorkerSet",
     ]
+
+
+def _with(condition: str, status: str = "True") -> dict[str, Any]:
+    return {"status": {"conditions": [{"type": "Suspended", "status": "True"},
+                                      {"type": condition, "status": status}]}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "workload", "said"),
+    [
+        ("Job", _with("Complete"), "Complete"),
+        ("Job", _with("Failed"), "Failed"),
+        ("Job", _with("Complete", "False"), None),
+        ("Job", _with("SuccessCriteriaMet"), None),  # interim: Complete follows
+        ("JobSet", _with("Completed"), "Completed"),
+        ("JobSet", _with("Complete"), None),
+        ("PyTorchJob", _with("Succeeded"), "Succeeded"),
+        ("TrainJob", _with("Complete"), "Complete"),
+        ("LeaderWorkerSet", _with("Complete"), None),  # a serving group never finishes
+        ("Pod", _with("Complete"), None),
+        ("Job", {"status": {"conditions": "bogus"}}, None),
+    ],
+)
+def test_finished_reads_the_kind_s_own_terminal_conditions(
+    kind: str, workload: dict[str, Any], said: str | None
+) -> None:
+    from fabricfit.workloads import finished
+
+    assert finished(kind, workload) == said
+    assert finished(kind, None) is None
