@@ -3,6 +3,11 @@
 The demo's output is checked against the cluster it leaves running: every pod is bound to the
 node its table names, the SVG is well-formed and names every job, a second run reuses the
 cluster, and ``hack/cluster down`` afterwards leaves no process running (the operator included).
+The job on the NVL72 racks is bound where the operator planned it, on whole trays of its own
+pool, and its printed comparison is checked against the cluster: both placements priced again
+here with the package's cost model (Kueue's, under the emulation, placed again with the
+package's BestFit), the tensor groups each splits across NVLink domains counted by the
+package's plan quality, so a reason the demo prints is one the placements bear out.
 """
 
 from __future__ import annotations
@@ -18,10 +23,21 @@ from typing import Any
 
 import pytest
 
+from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.fabric.profiles import get_profile
+from fabricfit.fabric.snapshot import build_snapshot
+from fabricfit.placement import request_from_spec
+from fabricfit.placement.peers import kueue_bestfit
+from fabricfit.placement.pricing import PricedPods, price_pods
+from fabricfit.placement.slots import build_leaf_domains
+from fabricfit.render.summary import format_seconds
+from fabricfit_dev import kube
 from fabricfit_dev.kube import Clients
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = ("llama-13b", "mixtral-8x7b")
+NVL72 = "llama-13b-nvl72"
+JOBS = ("llama-13b", "mixtral-8x7b", NVL72)
+PODS = {"llama-13b": 4, "mixtral-8x7b": 4, NVL72: 16}
 SMALL = {
     "FABRICFIT_DEMO_SPINES": "1",
     "FABRICFIT_DEMO_RAIL_GROUPS": "2",
@@ -73,6 +89,75 @@ def bound_in_cluster(kubeconfig: Path) -> dict[str, dict[int, str]]:
     return bound
 
 
+def summary_row(out: str, job: str) -> tuple[str, str, float]:
+    """(fabricfit, Kueue TAS, ratio) as the summary table prints them for ``job``."""
+    row = re.search(rf"^{job} .* (\S+ m?s) +\S+ m?s +(\S+ m?s) +([\d.]+)×$", out, re.M)
+    assert row is not None, out
+    return row.group(1), row.group(2), float(row.group(3))
+
+
+def nvl72_cluster(
+    kubeconfig: Path,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The NVL72 job's TrainingTopology, the trays of its pool, and every pod but its own
+    (the cluster the operator planned it on: it is the last job)."""
+    c = Clients.connect(kubeconfig)
+    tt = kube.read_topology(c.custom, "fabricfit-demo", NVL72)
+    nodes, pods = kube.read_cluster(c, "fabricfit.dev/pool=demo-nvl72")
+    job = "batch.kubernetes.io/job-name"
+    others = [p for p in pods if (p["metadata"].get("labels") or {}).get(job) != NVL72]
+    return tt, nodes, others
+
+
+def check_nvl72(out: str, kubeconfig: Path, *, real_kueue: bool) -> None:
+    """The NVL72 job runs where the operator planned it, one pod per tray of its pool, and
+    the printed comparison is the two placements' prices (see the module doc)."""
+    tt, nodes, others = nvl72_cluster(kubeconfig)
+    planned = [p["node"] for p in sorted(tt["status"]["pods"], key=lambda p: p["index"])]
+    printed = printed_tables(out)[NVL72]
+    assert [printed[i] for i in range(16)] == planned
+    assert len(set(planned)) == 16 and {n["metadata"]["name"] for n in nodes} >= set(planned)
+    spec = TrainingTopologySpec.model_validate(tt["spec"])
+    snapshot = build_snapshot(nodes, others, scheme="native", default_fabric=spec.fabric)
+    request = request_from_spec(spec)
+    profile = get_profile("gb200-nvl72")
+    ours = price_pods(snapshot, request, profile, planned)
+    mine, theirs, ratio = summary_row(out, NVL72)
+    assert mine == format_seconds(tt["status"]["predicted"]["stepCommSeconds"])
+    assert mine == format_seconds(ours.predicted.step_comm_seconds)
+    assert "GPUs: every pod takes all 4 GPUs of its node" in block(out, NVL72)
+    if real_kueue:  # Kueue's nodes are gone with its job: the printed figures must agree
+        assert ratio == pytest.approx(seconds(theirs) / seconds(mine), abs=0.02)
+        assert ("why: " in block(out, NVL72)) == (ratio > 1.005)
+        return
+    free = [n for n in snapshot.nodes if n.available and n.free_gpus >= 4]
+    slots = kueue_bestfit(build_leaf_domains(free, 4, {}), 16, level="rack")
+    assert slots is not None
+    kueue = price_pods(snapshot, request, profile, [slot.node for slot in slots])
+    assert theirs == format_seconds(kueue.predicted.step_comm_seconds)
+    assert ratio == round(kueue.predicted.step_comm_seconds / ours.predicted.step_comm_seconds, 2)
+    assert ratio > 2  # the default racks: Kueue splits a tensor group, fabricfit does not
+    check_reason(block(out, NVL72), ours, kueue)
+
+
+def check_reason(text: str, ours: PricedPods, kueue: PricedPods) -> None:
+    split = kueue.quality.tensor_groups_crossing_nvlink
+    assert ours.quality.tensor_groups_crossing_nvlink == 0 and split > 0
+    verb = "spans" if split == 1 else "span"
+    assert f"why: {split} of Kueue TAS's 8 tensor groups {verb} 2 NVLink domains, none of " in text
+
+
+def block(out: str, job: str) -> str:
+    """The demo's lines about ``job``, from its heading to the next blank line."""
+    start = out.index(f"job {job}: ")
+    return out[start : out.find("\n\n", start)]
+
+
+def seconds(printed: str) -> float:
+    value, unit = printed.split()
+    return float(value) * {"s": 1.0, "ms": 1e-3}[unit]
+
+
 def alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -91,13 +176,14 @@ def check_run(result: subprocess.CompletedProcess[str], tmp_path: Path) -> dict[
 
     tables = printed_tables(out)
     assert sorted(tables) == sorted(JOBS)
-    assert {job: len(rows) for job, rows in tables.items()} == {"llama-13b": 4, "mixtral-8x7b": 4}
+    assert {job: len(rows) for job, rows in tables.items()} == PODS
     assert bound_in_cluster(kubeconfig) == tables
     assert out.count("total per step") == len(JOBS)
     # The comparison is Kueue TAS (emulated), one verdict per job: a ratio, or a tie said as one.
     verdicts = re.findall(r"Kueue TAS (?:is|ties \() ?([\d.]+)×", out)
     assert len(verdicts) == len(JOBS) and all(float(v) >= 1.0 for v in verdicts), out
     assert "Kueue is emulated" in out
+    check_nvl72(out, kubeconfig, real_kueue=False)
 
     svg_path = Path(re.findall(r"SVG of every job's placement: (\S+)", out)[0])
     assert svg_path == tmp_path / "placement.svg"
@@ -128,7 +214,7 @@ def test_demo_prints_what_the_cluster_shows_and_down_stops_everything(tmp_path: 
         again = run_demo(env)
         second = check_run(again, tmp_path)
         assert "reusing it" in again.stdout
-        assert "0 created, 8 kept from an earlier run" in again.stdout
+        assert "0 created, 44 kept from an earlier run" in again.stdout  # 8 DGX, 36 trays
         assert second["tables"] == first["tables"]  # same seed, same cluster, same plan
         assert not alive(operator[0]["pid"])  # the first run's operator was replaced
         state = json.loads(state_file.read_text())
@@ -162,12 +248,13 @@ def test_demo_compares_with_the_real_kueue_when_asked(tmp_path: Path) -> None:
         out = result.stdout
         assert "Kueue is real" in out and "Kueue is emulated" not in out
         for job in JOBS:
-            assert f"{job}: Kueue TAS bound its 4 pods; deleted again" in out
+            assert f"{job}: Kueue TAS bound its {PODS[job]} pods; deleted again" in out
         assert out.count("Kueue TAS used: ") == len(JOBS)
         verdicts = re.findall(r"Kueue TAS (?:is|ties \() ?([\d.]+)×", out)
         assert len(verdicts) == len(JOBS), out
         kubeconfig = Path(re.findall(r"KUBECONFIG=(\S+)", out)[0])
         assert bound_in_cluster(kubeconfig) == printed_tables(out)
+        check_nvl72(out, kubeconfig, real_kueue=True)
         core = Clients.connect(kubeconfig).core
         assert core.list_namespaced_pod("fabricfit-demo-kueue").items == []  # Kueue's runs gone
         state = json.loads((tmp_path / "state" / "state.json").read_text())

@@ -35,6 +35,14 @@ def test_the_topology_has_the_schemes_tiers_every_node_carries_highest_first() -
     levels = topology_levels("native", gb200)
     assert levels[-2:] == ["topology.fabricfit.dev/nvlink-domain", HOSTNAME]
     assert len(levels) == len(set(levels))
+    # The NVL72 job prefers its NVLink domain: the scheme's own label, else GFD's clique.
+    nvl72 = "nvlink_domain"
+    assert preferred_level("native", levels, gb200, nvl72) == "topology.fabricfit.dev/nvlink-domain"
+    racks = from_env({"FABRICFIT_DEMO_SCHEME": "gke"}).nvl72_fabric()
+    assert racks is not None
+    gke = fakenodes.node_manifests(racks)
+    gke_levels = topology_levels("gke", gke)
+    assert preferred_level("gke", gke_levels, gke, nvl72) == fakenodes.CLIQUE_LABEL
     for scheme in fakenodes.SCHEMES:
         found = topology_levels(scheme, nodes(scheme))
         assert found[-1] == HOSTNAME and len(found) >= 2, scheme

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from fabricfit_dev.cluster.fakenodes import FakeFabric, node_manifests
+from fabricfit_dev.cluster.fakenodes import CLIQUE_LABEL, FakeFabric, following, node_manifests
 
 NATIVE = "topology.fabricfit.dev/"
 
@@ -62,6 +62,37 @@ def test_nvlink_domains_group_consecutive_nodes() -> None:
     domains = [n["metadata"]["labels"][NATIVE + "nvlink-domain"] for n in nodes]
     assert domains[:3] == [domains[0]] * 3
     assert domains[3] != domains[0]
+
+
+def test_a_fabric_after_another_numbers_its_tiers_and_nodes_on() -> None:
+    first = FakeFabric(spines=2, rail_groups_per_spine=2, nodes_per_rail_group=8, nodes_per_rack=4)
+    second = FakeFabric(rail_groups_per_spine=2, nodes_per_rail_group=6, nodes_per_rack=6,
+                        nvlink_domain_nodes=6, origin=following(first))  # fmt: skip
+    labels = [n["metadata"]["labels"] for n in node_manifests(second)]
+    assert {x[NATIVE + "spine"] for x in labels} == {"spine-2"}
+    assert sorted({x[NATIVE + "rail-group"] for x in labels}) == ["rg-4", "rg-5"]
+    assert sorted({x[NATIVE + "rack"] for x in labels}) == ["rack-8", "rack-9"]
+    before = {n["metadata"]["name"] for n in node_manifests(first)}
+    after = [n["metadata"]["name"] for n in node_manifests(second)]
+    assert after[0] == "gpu-s2-g4-n0032" and not before & set(after)
+    third = node_manifests(FakeFabric(nodes_per_rail_group=1, origin=following(second)))
+    assert third[0]["metadata"]["labels"][NATIVE + "rack"] == "rack-10"
+
+
+@pytest.mark.parametrize("scheme", ["native", "gke"])
+def test_the_clique_label_names_each_nvlink_domain_when_asked(scheme: str) -> None:
+    shape = {"nodes_per_rail_group": 4, "nvlink_domain_nodes": 2, "scheme": scheme}
+    cliques = [
+        n["metadata"]["labels"].get(CLIQUE_LABEL)
+        for n in node_manifests(FakeFabric(**shape, clique=True))
+    ]  # type: ignore[arg-type]
+    assert cliques[0] == cliques[1] != cliques[2] == cliques[3]
+    uuid, _, clique = str(cliques[0]).rpartition(".")
+    assert clique == "1" and [len(part) for part in uuid.split("-")] == [8, 4, 4, 4, 12]
+    plain = node_manifests(FakeFabric(**shape))  # type: ignore[arg-type]
+    assert all(CLIQUE_LABEL not in n["metadata"]["labels"] for n in plain)
+    single = node_manifests(FakeFabric(nodes_per_rail_group=2, clique=True))
+    assert all(CLIQUE_LABEL not in n["metadata"]["labels"] for n in single)
 
 
 @pytest.mark.parametrize("field", ["spines", "nodes_per_rail_group", "nodes_per_rack"])

@@ -24,6 +24,21 @@ PRODUCTS = {"gb200-nvl72": "NVIDIA-GB200"}
 SCHEMES = ("native", "topograph", "gke", "eks", "oke", "coreweave")
 #: Label of the node pool a fake node belongs to (``FakeFabric.pool``), to fence tests apart.
 POOL_LABEL = "fabricfit.dev/pool"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a node sits; global indices count from the fabric's ``origin``."""
+
+    spine: int
+    rail_group: int  # global index
+    rack: int  # global index
+    domain: int  # global NVLink domain index
+    index: int  # global node index
+
+
+ORIGIN = Position(0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,13 @@ class FakeFabric:
     fabric: str | None = "dgx-h100"
     prefix: str = "gpu"
     pool: str | None = None  # value of POOL_LABEL, to fence tests off each other
+    # The first node's position: a second fabric placed after another (``following``) gets
+    # spine, rail group, rack, domain and node numbers of its own.
+    origin: Position = ORIGIN
+    # Label every node of a multi-node NVLink domain with GPU Feature Discovery's
+    # ``nvidia.com/gpu.clique`` as well, as the GPU Operator does on GB200 whatever the cloud:
+    # the schemes without an NVLink-domain label of their own read the domain from it.
+    clique: bool = False
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -64,13 +86,25 @@ class FakeFabric:
         return self.spines * self.rail_groups_per_spine * self.nodes_per_rail_group
 
 
-@dataclass(frozen=True)
-class Position:
-    spine: int
-    rail_group: int  # global index
-    rack: int  # global index
-    domain: int  # global NVLink domain index
-    index: int  # global node index
+def following(fabric: FakeFabric) -> Position:
+    """The origin of a fabric that comes after ``fabric``: the next spine, rail group, rack,
+    NVLink domain and node index."""
+    groups = fabric.spines * fabric.rail_groups_per_spine
+    racks, domains = _per_group(fabric)
+    o = fabric.origin
+    return Position(
+        spine=o.spine + fabric.spines,
+        rail_group=o.rail_group + groups,
+        rack=o.rack + groups * racks,
+        domain=o.domain + groups * domains,
+        index=o.index + fabric.node_count,
+    )
+
+
+def _per_group(fabric: FakeFabric) -> tuple[int, int]:
+    """Racks and NVLink domains per rail group."""
+    nodes = fabric.nodes_per_rail_group
+    return -(-nodes // fabric.nodes_per_rack), -(-nodes // fabric.nvlink_domain_nodes)
 
 
 def _hash(value: str) -> str:
@@ -79,17 +113,17 @@ def _hash(value: str) -> str:
 
 def positions(fabric: FakeFabric) -> list[Position]:
     result = []
-    racks_per_group = -(-fabric.nodes_per_rail_group // fabric.nodes_per_rack)
-    domains_per_group = -(-fabric.nodes_per_rail_group // fabric.nvlink_domain_nodes)
+    o = fabric.origin
+    racks_per_group, domains_per_group = _per_group(fabric)
     for i in range(fabric.node_count):
         group, within = divmod(i, fabric.nodes_per_rail_group)
         result.append(
             Position(
-                spine=group // fabric.rail_groups_per_spine,
-                rail_group=group,
-                rack=group * racks_per_group + within // fabric.nodes_per_rack,
-                domain=group * domains_per_group + within // fabric.nvlink_domain_nodes,
-                index=i,
+                spine=o.spine + group // fabric.rail_groups_per_spine,
+                rail_group=o.rail_group + group,
+                rack=o.rack + group * racks_per_group + within // fabric.nodes_per_rack,
+                domain=o.domain + group * domains_per_group + within // fabric.nvlink_domain_nodes,
+                index=o.index + i,
             )
         )
     return result
@@ -144,6 +178,16 @@ def scheme_labels(fabric: FakeFabric, pos: Position) -> dict[str, str]:
     }
 
 
+def clique_label(fabric: FakeFabric, pos: Position) -> dict[str, str]:
+    """``nvidia.com/gpu.clique`` = ``<ClusterUUID>.<CliqueID>``: one ClusterUUID per NVLink
+    domain (an NVL72 rack), one clique (NVLink partition) in it."""
+    if not fabric.clique or fabric.nvlink_domain_nodes <= 1:
+        return {}
+    digest = hashlib.sha256(f"nvl-{pos.domain}".encode()).hexdigest()
+    uuid = "-".join(digest[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
+    return {CLIQUE_LABEL: f"{uuid}.1"}
+
+
 def node_name(fabric: FakeFabric, pos: Position) -> str:
     return f"{fabric.prefix}-s{pos.spine}-g{pos.rail_group}-n{pos.index:04d}"
 
@@ -160,6 +204,7 @@ def node_manifest(fabric: FakeFabric, pos: Position) -> dict[str, Any]:
         "fabricfit.dev/fake": "true",
         **({POOL_LABEL: fabric.pool} if fabric.pool else {}),
         **scheme_labels(fabric, pos),
+        **clique_label(fabric, pos),
     }
     resources = {
         "cpu": "224",

@@ -18,8 +18,7 @@ from fabricfit_dev.cluster import controlplane, fakenodes
 from fabricfit_dev.cluster.jobs import TT
 from fabricfit_dev.cluster.processes import Started, free_port
 from fabricfit_dev.demo.workloads import (
-    POOL,
-    POOL_LABEL,
+    POOLS_SELECTOR,
     DemoJob,
     TenantPod,
     job_manifest,
@@ -89,10 +88,8 @@ def reset_namespace(c: Clients, name: str) -> None:
 
 
 def ensure_nodes(c: Clients, manifests: Sequence[dict[str, Any]]) -> tuple[int, int]:
-    """Make the demo pool exactly ``manifests``; returns (created or replaced, kept)."""
-    existing = {
-        n.metadata.name: n for n in c.core.list_node(label_selector=f"{POOL_LABEL}={POOL}").items
-    }
+    """Make the demo pools exactly ``manifests``; returns (created or replaced, kept)."""
+    existing = {n.metadata.name: n for n in c.core.list_node(label_selector=POOLS_SELECTOR).items}
     wanted = {m["metadata"]["name"] for m in manifests}
     fakenodes.delete_nodes(c.core, sorted(set(existing) - wanted))
     changed = [m for m in manifests if not _same_node(existing.get(m["metadata"]["name"]), m)]
@@ -171,5 +168,5 @@ def wait_status(c: Clients, job: DemoJob, timeout_seconds: float = 60) -> dict[s
 
 
 def read_cluster(c: Clients) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Node and Pod objects (as plain dicts) of the demo pool and every namespace."""
-    return kube.read_cluster(c, f"{POOL_LABEL}={POOL}")
+    """Node and Pod objects (as plain dicts) of the demo pools and every namespace."""
+    return kube.read_cluster(c, POOLS_SELECTOR)

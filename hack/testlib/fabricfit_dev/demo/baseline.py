@@ -7,9 +7,10 @@ Clusters that would run fabricfit already run Kueue, so the demo's comparison is
 a topology-blind spread: the real Kueue when the demo runs one (:mod:`demo.peer` places the job
 with it first and hands its nodes here), else the package's pure emulation of TAS BestFit
 (:func:`fabricfit.placement.peers.kueue_bestfit`: the job preferred at the rail-group level,
-most-free domains first and the last one best-fit, ranks mapped to pods in lexicographic order
-of their topology values), run on the free GPUs the job had (the cluster as it is now, minus
-the pods of this job and of the jobs submitted after it).
+the NVL72 job at its NVLink domain, most-free domains first and the last one best-fit, ranks
+mapped to pods in lexicographic order of their topology values), run on the free GPUs the job
+had (the nodes of its pool as they are now, minus the pods of this job and of the jobs
+submitted after it).
 ``benchmarks/kueue_side_by_side.py`` makes the same comparison against a real Kueue. Both
 placements become :class:`PlacementDecision` values (same rank layout, each pod on the lowest
 free GPU window of its node), priced with :func:`fabricfit.placement.pricing.price_pods`, so the
@@ -40,6 +41,10 @@ from fabricfit.placement.slots import build_leaf_domains
 PEER = "Kueue TAS"
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+#: The emulation's level for a tier the job prefers. Its tree (spine, rail group, rack, node)
+#: has no NVLink-domain level: on the demo's NVL72 racks the rack is the NVLink domain.
+EMULATED_LEVEL = {"spine": "spine", "rail_group": "rail-group", "rack": "rack",
+                  "nvlink_domain": "rack"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -102,11 +107,14 @@ def decision_for(
     )
 
 
-def kueue_tas(snapshot: ClusterSnapshot, pod_count: int, gpus_per_pod: int) -> list[str] | None:
-    """Node of each pod (in rank order) under the Kueue TAS BestFit emulation; None when the
-    free GPUs cannot hold the job."""
+def kueue_tas(
+    snapshot: ClusterSnapshot, pod_count: int, gpus_per_pod: int, tier: str = "rail_group"
+) -> list[str] | None:
+    """Node of each pod (in rank order) under the Kueue TAS BestFit emulation, preferred at
+    ``tier``; None when the free GPUs cannot hold the job."""
     available = [n for n in snapshot.nodes if n.available and n.free_gpus >= gpus_per_pod]
-    chosen = kueue_bestfit(build_leaf_domains(available, gpus_per_pod, {}), pod_count)
+    domains = build_leaf_domains(available, gpus_per_pod, {})
+    chosen = kueue_bestfit(domains, pod_count, level=EMULATED_LEVEL[tier])
     return [slot.node for slot in chosen] if chosen is not None else None
 
 
@@ -119,6 +127,7 @@ class PlacedJob:
     spec: TrainingTopologySpec
     status: Mapping[str, Any]
     bound: Sequence[str]
+    kueue_tier: str = "rail_group"  # the tier Kueue TAS is asked to prefer
 
 
 def view_job(
@@ -148,7 +157,7 @@ def view_job(
     theirs = (
         list(peer_nodes)
         if peer_nodes is not None
-        else kueue_tas(snapshot, len(bound), spec.gpus_per_pod)
+        else kueue_tas(snapshot, len(bound), spec.gpus_per_pod, job.kueue_tier)
     )
     peer = decision_for(theirs, snapshot, spec, lower) if theirs else None
     return JobView(name, spec, snapshot, planned, repriced, peer, peer_nodes is not None)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.demo.workloads import NVL72_POOL
 
 # The demo simulates 8-GPU, 8-NIC nodes, one NVLink domain per node, or, for gb200-nvl72,
 # 4-GPU compute trays in racks of 18 that each form one NVLink domain.
@@ -22,6 +23,8 @@ FABRICS = (
     GB200,
 )
 JOB_SETS = ("auto", "standard", "small")
+#: GB200 NVL72 racks added next to the main nodes for the job that shows fabricfit's edge.
+NVL72_RACKS = 2
 #: What the comparison column is: the real Kueue (started with the control plane for ``kueue``,
 #: used when already running for ``auto``) or the package's emulation of its TAS BestFit.
 PEERS = ("auto", "kueue", "emulated")
@@ -44,6 +47,10 @@ Options (environment variables; make passes them through, e.g. FABRICFIT_DEMO_SC
   FABRICFIT_DEMO_TENANT_SHARE  share of GPUs already taken by other tenants' pods, 0 to 0.9
                                (default 0.3)
   FABRICFIT_DEMO_SEED          seed of the tenants' pseudo-random layout (default 7)
+  FABRICFIT_DEMO_NVL72_RACKS   GB200 NVL72 racks (18 four-GPU trays each, a spine and node pool
+                               of their own, 30 % of their GPUs held by other tenants) added
+                               for one more job, TP8·PP2·DP4 in 16 whole-tray pods (default 2;
+                               0 leaves them out)
   FABRICFIT_DEMO_JOBS          job set: standard (dense TP8·PP4·DP4 in 8-GPU pods, MoE
                                TP2·PP4·DP8·EP8 and a fine-tune TP4·DP4 in 4-GPU pods: 26 nodes'
                                worth of GPUs), small (6 nodes), or auto (standard when it fits,
@@ -77,6 +84,7 @@ class Options:
     jobs: str = "auto"
     svg: str | None = None
     peer: str = "auto"
+    nvl72_racks: int = NVL72_RACKS
 
     @property
     def gpus_per_node(self) -> int:
@@ -106,6 +114,26 @@ class Options:
             fabric=self.fabric,
             prefix="dgx",
             pool="demo",
+        )
+
+    def nvl72_fabric(self) -> fakenodes.FakeFabric | None:
+        """The NVL72 racks after the main nodes (one rail group per rack), or None."""
+        if self.nvl72_racks == 0:
+            return None
+        return fakenodes.FakeFabric(
+            spines=1,
+            rail_groups_per_spine=self.nvl72_racks,
+            nodes_per_rail_group=TRAYS_PER_RACK,
+            nodes_per_rack=TRAYS_PER_RACK,
+            nvlink_domain_nodes=TRAYS_PER_RACK,
+            gpus_per_node=4,
+            nics_per_node=4,
+            scheme=self.scheme,
+            fabric=GB200,
+            prefix="nvl72",
+            pool=NVL72_POOL,
+            origin=fakenodes.following(self.fake_fabric()),
+            clique=True,
         )
 
 
@@ -154,6 +182,7 @@ def from_env(env: Mapping[str, str] = os.environ) -> Options:
         jobs=_choice(env, "FABRICFIT_DEMO_JOBS", "auto", JOB_SETS),
         svg=env.get("FABRICFIT_DEMO_SVG", "").strip() or None,
         peer=_choice(env, "FABRICFIT_DEMO_PEER", "auto", PEERS),
+        nvl72_racks=_int(env, "FABRICFIT_DEMO_NVL72_RACKS", NVL72_RACKS, 0, 8),
     )
     nodes = options.spines * options.rail_groups * options.nodes
     if nodes > 2048:

@@ -6,12 +6,14 @@ The demo compares every job with what Kueue Topology-Aware Scheduling does with 
 free GPUs. With ``FABRICFIT_DEMO_PEER=kueue`` (or ``auto`` on a control plane already running
 Kueue) that is the real Kueue, not the package's emulation: a Kueue Topology over the demo
 nodes' fabric tiers (the label scheme's keys, highest first, hostname last), a ResourceFlavor
-naming it and selecting the demo pool, a ClusterQueue holding every demo GPU and a LocalQueue in
-a namespace of its own. Before fabricfit places a job, the same Indexed Job is submitted there
-with the LocalQueue's label and ``podset-preferred-topology`` at the rail-group level (the user
-the emulation stands for); once Kueue admits it and kube-scheduler binds every pod, the nodes
-are read back by completion index, and the Job is deleted and its pods awaited gone, so
-fabricfit then sees exactly the free GPUs Kueue saw.
+naming it and selecting the demo pool, a ClusterQueue holding every GPU of the pool and a
+LocalQueue in a namespace of its own; one such chain per node pool (the DGX nodes', the NVL72
+racks'). Before fabricfit places a job, the same Indexed Job is submitted to its pool's queue
+with ``podset-preferred-topology`` at the job's level (the rail group; the NVLink domain for
+the NVL72 job, whose tensor groups need one), the user the emulation stands for; once Kueue
+admits it and kube-scheduler binds every pod, the nodes are read back by completion index, and
+the Job is deleted and its pods awaited gone, so fabricfit then sees exactly the free GPUs Kueue
+saw.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from fabricfit.render.kueue import tier_label_keys
 from fabricfit_dev import kube
 from fabricfit_dev.cluster import controlplane, kueueobjects
 from fabricfit_dev.cluster.kueueobjects import GROUP, HOSTNAME, QUEUE_LABEL, VERSION
-from fabricfit_dev.demo.workloads import POOL, POOL_LABEL, DemoJob, job_manifest
+from fabricfit_dev.demo.workloads import POOL, POOL_LABEL, POOLS, DemoJob, job_manifest
 from fabricfit_dev.kube import Clients
 from fabricfit_dev.waiting import wait_for
 
@@ -54,57 +56,71 @@ def topology_levels(scheme: str, nodes: Sequence[dict[str, Any]]) -> list[str]:
     return [*levels, HOSTNAME]
 
 
-def preferred_level(scheme: str, levels: Sequence[str], nodes: Sequence[dict[str, Any]]) -> str:
-    """The level the comparison's user prefers: the rail group (the emulation's level), or the
-    highest level when the scheme labels none."""
-    key = tier_label_keys(scheme, [n["metadata"]["labels"] for n in nodes]).get("rail_group")
+def preferred_level(
+    scheme: str, levels: Sequence[str], nodes: Sequence[dict[str, Any]], tier: str = "rail_group"
+) -> str:
+    """The level the comparison's user prefers: the job's tier (the rail group, the emulation's
+    level, unless the job says otherwise), or the highest level when the scheme labels none."""
+    key = tier_label_keys(scheme, [n["metadata"]["labels"] for n in nodes]).get(tier)
     return key if key is not None and key in levels else levels[0]
 
 
-def prepare(c: Clients, levels: Sequence[str], gpus: int) -> str:
-    """(Re)create the Kueue chain for the demo pool; returns the LocalQueue's name."""
-    _delete_chain(c)
+def chain_name(pool: str) -> str:
+    """The name of the Kueue objects (and LocalQueue) of a node pool."""
+    return NAME if pool == POOL else f"fabricfit-{pool}"
+
+
+def reset(c: Clients) -> None:
+    """Delete the Kueue chains of every demo pool (an earlier run's)."""
+    for pool in POOLS:
+        _delete_chain(c, chain_name(pool))
+
+
+def prepare(c: Clients, pool: str, levels: Sequence[str], gpus: int) -> str:
+    """Create the Kueue chain for ``pool`` (after :func:`reset`); returns the LocalQueue's
+    name."""
+    name = chain_name(pool)
     objects = [
-        ("topologies", kueueobjects.topology(NAME, levels)),
-        ("resourceflavors", kueueobjects.resource_flavor(NAME, {POOL_LABEL: POOL}, NAME)),
-        ("clusterqueues", kueueobjects.cluster_queue(NAME, NAME, gpus)),
+        ("topologies", kueueobjects.topology(name, levels)),
+        ("resourceflavors", kueueobjects.resource_flavor(name, {POOL_LABEL: pool}, name)),
+        ("clusterqueues", kueueobjects.cluster_queue(name, name, gpus)),
     ]
     for plural, body in objects:
         c.custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
     c.custom.create_namespaced_custom_object(
-        GROUP, VERSION, NAMESPACE, "localqueues", kueueobjects.local_queue(NAME, NAME)
+        GROUP, VERSION, NAMESPACE, "localqueues", kueueobjects.local_queue(name, name)
     )
-    return NAME
+    return name
 
 
-def _delete_chain(c: Clients) -> None:
+def _delete_chain(c: Clients, name: str) -> None:
     kube.delete_if_present(
         lambda: c.custom.delete_namespaced_custom_object(
-            GROUP, VERSION, NAMESPACE, "localqueues", NAME
+            GROUP, VERSION, NAMESPACE, "localqueues", name
         )
     )
     for plural in CHAIN:
         kube.delete_if_present(
-            partial(c.custom.delete_cluster_custom_object, GROUP, VERSION, plural, NAME)
+            partial(c.custom.delete_cluster_custom_object, GROUP, VERSION, plural, name)
         )
-    wait_for(lambda: not _chain_left(c), 60, 0.3, "the demo's earlier Kueue objects to go")
+    wait_for(lambda: not _chain_left(c, name), 60, 0.3, "the demo's earlier Kueue objects to go")
 
 
-def _chain_left(c: Clients) -> bool:
+def _chain_left(c: Clients, name: str) -> bool:
     return any(
-        kube.exists(partial(c.custom.get_cluster_custom_object, GROUP, VERSION, plural, NAME))
+        kube.exists(partial(c.custom.get_cluster_custom_object, GROUP, VERSION, plural, name))
         for plural in CHAIN
     )
 
 
 def place(
-    c: Clients, job: DemoJob, queue: str, rail_group_key: str, timeout_seconds: float = 120
+    c: Clients, job: DemoJob, queue: str, level_key: str, timeout_seconds: float = 120
 ) -> list[str]:
     """Kueue TAS's placement of ``job``: the node of each pod, by completion index (see the
     module doc). The Job is gone again when this returns."""
     body = job_manifest(job)
     body["metadata"]["labels"][QUEUE_LABEL] = queue
-    body["spec"]["template"]["metadata"] = {"annotations": {PREFERRED: rail_group_key}}
+    body["spec"]["template"]["metadata"] = {"annotations": {PREFERRED: level_key}}
     selector = f"job-name={job.name}"
     c.batch.create_namespaced_job(NAMESPACE, body)
     try:

@@ -17,6 +17,7 @@ from fabricfit.placement.layout import GROUP_KINDS
 from fabricfit.render.summary import format_seconds
 from fabricfit.render.svg import build_svg
 from fabricfit_dev.demo.baseline import PEER, JobView
+from fabricfit_dev.demo.reason import devices_line, reason_lines
 from fabricfit_dev.demo.workloads import DemoJob
 
 INDENT = "  "
@@ -54,6 +55,9 @@ def job_lines(job: DemoJob, view: JobView) -> list[str]:
         verb = "used" if view.peer_real else "would use"
         lines.append(f"{INDENT}{PEER} {verb}: {rail_groups_used(peer, snapshot)}")
     lines.extend(_times(planned, peer))
+    if peer is not None and peer_is_slower(planned, peer):
+        lines.extend(f"{INDENT}{line}" for line in reason_lines(planned, peer, snapshot, PEER))
+    lines.append(f"{INDENT}{devices_line(planned, snapshot, job.gpus_per_pod)}")
     reported = planned.predicted.step_comm_seconds if planned.predicted else 0.0
     if abs(view.repriced.step_comm_seconds - reported) > REPRICE_TOLERANCE * reported:
         lines.append(
@@ -62,6 +66,14 @@ def job_lines(job: DemoJob, view: JobView) -> list[str]:
             "inside shared nodes may differ)"
         )
     return lines
+
+
+def peer_is_slower(planned: PlacementDecision, peer: PlacementDecision) -> bool:
+    """Kueue TAS's step communication beyond the tie tolerance of fabricfit's."""
+    if planned.predicted is None or peer.predicted is None:
+        return False
+    mine = planned.predicted.step_comm_seconds
+    return peer.predicted.step_comm_seconds > mine * (1 + TIE_TOLERANCE)
 
 
 def summary_lines(jobs: Sequence[DemoJob], views: Sequence[JobView]) -> list[str]:

@@ -13,6 +13,13 @@ from typing import Any
 
 POOL_LABEL = "fabricfit.dev/pool"
 POOL = "demo"
+#: The GB200 NVL72 racks' node pool: the jobs of the main pool never land there.
+NVL72_POOL = "demo-nvl72"
+POOLS = (POOL, NVL72_POOL)
+#: Share of the NVL72 racks' GPUs other tenants hold (their layout seeded like the rest).
+NVL72_TENANT_SHARE = 0.3
+#: Selects the nodes of every demo pool.
+POOLS_SELECTOR = f"{POOL_LABEL} in ({','.join(POOLS)})"
 GPUS_PER_NODE = 8
 GPU = "nvidia.com/gpu"
 TEAMS = ("vision", "speech", "search", "ads", "infer", "rl")
@@ -25,6 +32,10 @@ class DemoJob:
     parallelism: dict[str, int]
     model: dict[str, int] = field(default_factory=dict)
     gpus_per_pod: int = GPUS_PER_NODE
+    pool: str = POOL  # the node pool its pods are kept to (nodeSelector)
+    fabric: str | None = None  # the fabric preset; None: the demo's FABRICFIT_DEMO_FABRIC
+    # The tier Kueue TAS is asked to prefer for it (podset-preferred-topology).
+    kueue_tier: str = "rail_group"
 
     @property
     def world_size(self) -> int:
@@ -125,6 +136,20 @@ GB200_SMALL = (
     ),
 )  # fmt: skip
 
+# On the NVL72 racks: tensor groups of 8 span two trays, which only NVLink inside one rack joins;
+# when other tenants leave an odd number of trays free in a rack, count-based packing splits a
+# tensor group across racks (docs/tasks/demo.md).
+NVL72_JOB = DemoJob(
+    "llama-13b-nvl72",
+    "dense pre-training on GB200 NVL72 racks",
+    {"tensor": 8, "pipeline": 2, "data": 4},
+    SMALL[0].model,
+    gpus_per_pod=4,
+    pool=NVL72_POOL,
+    fabric="gb200-nvl72",
+    kueue_tier="nvlink_domain",
+)
+
 JOB_SETS = {"standard": STANDARD, "small": SMALL}
 GB200_JOB_SETS = {"standard": GB200_STANDARD, "small": GB200_SMALL}
 
@@ -179,6 +204,28 @@ def plan_tenants(
     return pods
 
 
+def plan_nvl72_tenants(trays: Sequence[str], seed: int) -> list[TenantPod]:
+    """Other tenants on the NVL72 racks: ``NVL72_TENANT_SHARE`` of their GPUs, whatever
+    FABRICFIT_DEMO_TENANT_SHARE says of the main nodes (names kept apart from theirs)."""
+    pods = plan_tenants(trays, NVL72_TENANT_SHARE, seed, gpus_per_node=4)
+    return [TenantPod(f"{pod.name}-nvl72", pod.node, pod.gpus) for pod in pods]
+
+
+def free_per_rack(trays: Sequence[str], tenants: Sequence[TenantPod], rack: int) -> list[int]:
+    """Whole free trays of each rack (``rack`` consecutive trays)."""
+    busy = {t.node for t in tenants}
+    return [
+        sum(1 for tray in trays[start : start + rack] if tray not in busy)
+        for start in range(0, len(trays), rack)
+    ]
+
+
+def room_in_racks(free: Sequence[int], job: DemoJob) -> int:
+    """Pods of ``job`` the racks hold with every tensor group inside one rack."""
+    group = max(1, job.parallelism.get("tensor", 1) // job.gpus_per_pod)
+    return sum(trays - trays % group for trays in free)
+
+
 def _slices(gpus: int, rng: random.Random) -> list[int]:
     sizes: list[int] = []
     while gpus > 0:
@@ -221,7 +268,7 @@ def job_manifest(job: DemoJob) -> dict[str, Any]:
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
-                    "nodeSelector": {POOL_LABEL: POOL},
+                    "nodeSelector": {POOL_LABEL: job.pool},
                     "containers": [{"name": "train", "image": "example.invalid/train:1",
                                     "resources": {"limits": {GPU: str(job.gpus_per_pod)}}}],
                 }
@@ -241,7 +288,7 @@ def topology_manifest(job: DemoJob, fabric: str, scheme: str) -> dict[str, Any]:
             "parallelism": dict(job.parallelism),
             "rankOrder": "tp-cp-ep-dp-pp",
             "model": dict(job.model),
-            "fabric": fabric,
+            "fabric": job.fabric or fabric,
             "labelScheme": scheme,
             "placement": {"mode": "pinned", "tensor": "Required", "data": "Preferred"},
         },
