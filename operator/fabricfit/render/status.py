@@ -34,13 +34,8 @@ from typing import Any
 
 from fabricfit.api.models import MAX_GPUS_PER_POD, TrainingTopologySpec
 from fabricfit.api.rules import MAX_PODS
-from fabricfit.api.status import (
-    DATE_TIME_PATTERN,
-    MAX_BYTES,
-    MAX_REASONS,
-    MAX_SECONDS,
-    rfc3339,
-)
+from fabricfit.api.status import rfc3339
+from fabricfit.api.statusbase import DATE_TIME_PATTERN, MAX_BYTES, MAX_REASONS, MAX_SECONDS
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.decision import PlacementDecision, ServingTimes, StepTimes
 from fabricfit.placement.devices import pod_devices

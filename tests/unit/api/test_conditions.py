@@ -7,7 +7,8 @@ import re
 import pytest
 
 from fabricfit.api.conditions import INVALID_REASONS, ConditionType, Reason, Severity
-from fabricfit.api.status import REASON_PATTERN, Condition, summarize
+from fabricfit.api.status import Condition, summarize
+from fabricfit.api.statusbase import REASON_PATTERN
 from fabricfit.reconcile.draft import StatusDraft
 
 

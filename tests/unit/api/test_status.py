@@ -10,12 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from fabricfit.api.planstatus import DimensionSeconds, NodeReservation, PodPlacement, Prediction
 from fabricfit.api.status import (
     Condition,
-    DimensionSeconds,
-    NodeReservation,
-    PodPlacement,
-    Prediction,
     Summary,
     TrainingTopologyStatus,
     find_condition,

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricfit.api.models import Parallelism, TrainingTopologySpec
-from fabricfit.api.status import MAX_REASONS, TrainingTopologyStatus
+from fabricfit.api.status import TrainingTopologyStatus
+from fabricfit.api.statusbase import MAX_REASONS
 from fabricfit.fabric.profiles import get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement import plan_placement, request_from_spec
