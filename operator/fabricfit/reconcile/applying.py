@@ -22,7 +22,7 @@ operator restart between planning and pinning cannot pin a pod twice or somewher
 A pinned pod that kube-scheduler calls ``Unschedulable`` because something fabricfit does not
 place took its node's GPUs (reservations are fabricfit's own bookkeeping: kube-scheduler does
 not see them) cannot be moved: once its gate is gone its node affinity is immutable. After the
-plan has moved it (``planning.replace_stuck``), ``recreate_stuck`` deletes it, unbound, so its
+plan has moved it (``replacing.replace_stuck``), ``recreate_stuck`` deletes it, unbound, so its
 controller recreates it from the gated template and the new pod is pinned to the new node. The
 pod is read again first and deleted with ``uid`` and ``resourceVersion`` preconditions, so a pod
 that was bound (or changed) meanwhile is never deleted. Plain Pods have no controller to

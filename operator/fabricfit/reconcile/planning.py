@@ -20,17 +20,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from fabricfit import policy
 from fabricfit.api.conditions import Reason
 from fabricfit.api.models import TrainingTopologySpec
 from fabricfit.contention import LinkCapacities, link_capacities
 from fabricfit.fabric.nodes import read_node_facts
-from fabricfit.fabric.pods import TERMINAL_PHASES, pod_gpu_request
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.profiles.choice import choose_profile
 from fabricfit.fabric.topology import ClusterSnapshot
@@ -41,21 +39,17 @@ from fabricfit.placement import (
     plan_placement,
 )
 from fabricfit.placement.constraints import constraints_key, inputs_digest, node_rejection
-from fabricfit.placement.maintenance import pending_holds
 from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.pairing import Partner
-from fabricfit.placement.replace import Replacement, replace_pods
 from fabricfit.policy.devices import settle_devices
 from fabricfit.policy.pairing import partner_of
 from fabricfit.reconcile import waiting
-from fabricfit.reconcile.applying import bound_pods
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
 from fabricfit.reconcile.derived import PerFacts
 from fabricfit.reconcile.detected import flat_warning_of
 from fabricfit.reconcile.devices import devices_still_ours
 from fabricfit.reconcile.inventory import Holding, TopologyKey, holds_of_others
 from fabricfit.reconcile.linkload import job_key
-from fabricfit.render.record import plan_fields
 from fabricfit.render.status import build_plan_status, reservation_of, without_efficiency
 from fabricfit.render.summary import serving_line
 
@@ -212,7 +206,7 @@ def _facts_hash(snapshot: ClusterSnapshot) -> int:
     )
 
 
-def _inputs(
+def plan_inputs(
     run: Run, target: Target
 ) -> tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]]:
     """What a plan reads, taken under the lock: snapshot, request, profile, others' holds.
@@ -260,7 +254,7 @@ async def plan_and_reserve(run: Run, target: Target) -> PlanResult | None:
     waits for a better placement (``reconcile.waiting``)."""
     state, draft, key = run.state, run.draft, run.key
     async with state.plan_lock:
-        snapshot, request, profile, held = _inputs(run, target)
+        snapshot, request, profile, held = plan_inputs(run, target)
         held = waiting.with_extra(held, waiting.beside_holds(run, target, snapshot, held))
         why = (draft.generation, repr(request), profile)
         inputs = capacity_fingerprint(snapshot, held, why, per_facts=state.per_facts)
@@ -336,86 +330,6 @@ async def _search(
         return decision, wait
 
     return await asyncio.to_thread(search)
-
-
-async def replace_and_reserve(
-    run: Run, target: Target, current: Sequence[str], lost: set[int]
-) -> Replacement | None:
-    """Move lost pods to healthy nodes and record the new plan before any of them is pinned.
-    Besides other plans' holds, the job's own planned pods not yet bound there count as taken
-    (``pending_holds``), so two lost pods never get one node's last GPUs."""
-    async with run.state.plan_lock:
-        return await _replace(run, target, current, lost, _inputs(run, target))
-
-
-async def replace_stuck(
-    run: Run, target: Target, current: Sequence[str], stuck: Iterable[int]
-) -> Replacement | None:
-    """Re-place the pinned pods kube-scheduler calls Unschedulable whose planned node cannot
-    take them now, checked under the lock on a fresh snapshot: its free GPUs (pods fabricfit
-    does not place included) after other plans' holds and the job's own pending pods. GPUs of
-    pods being deleted count as free (a pod waiting for its own predecessor to go is not
-    moved). None when every stuck pod still fits (kube-scheduler retries it) or one fits
-    nowhere (it waits)."""
-    async with run.state.plan_lock:
-        inputs = _inputs(run, target)
-        snapshot, request, _, held = inputs
-        order = sorted(set(stuck))
-        own = pending_holds(current, bound_pods(target), order, target.spec.gpus_per_pod)
-        taken = Counter(held) + Counter(own)
-        taken.subtract(releasing_gpus(run.views_of().pods, snapshot.claimed_by_pod))
-        lost: set[int] = set()
-        for index in order:
-            node = current[index]
-            fits = snapshot.has_node(node) and not node_rejection(
-                snapshot.node(node), request, taken
-            )
-            if fits:
-                taken[node] += target.spec.gpus_per_pod  # it stays: the next one sees it there
-            else:
-                lost.add(index)
-        if not lost:
-            return None
-        return await _replace(run, target, current, lost, inputs)
-
-
-def releasing_gpus(
-    pods: Iterable[Mapping[str, Any]], claimed: Mapping[tuple[str, str], int]
-) -> dict[str, int]:
-    """GPUs per node held by bound pods that are being deleted: they free without anyone's
-    help, so a pod waiting for them is not stuck."""
-    freed: Counter[str] = Counter()
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or not meta.get("deletionTimestamp"):
-            continue
-        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-            continue
-        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        freed[str(node)] += pod_gpu_request(pod, []) + claimed.get(key, 0)
-    return dict(freed)
-
-
-async def _replace(
-    run: Run,
-    target: Target,
-    current: Sequence[str],
-    lost: set[int],
-    inputs: tuple[ClusterSnapshot, PlacementRequest, FabricProfile, dict[str, int]],
-) -> Replacement | None:
-    """Re-place ``lost`` (under the planning lock, which the caller holds) and write it."""
-    snapshot, request, profile, held = inputs
-    own = pending_holds(current, bound_pods(target), lost, target.spec.gpus_per_pod)
-    taken = dict(Counter(held) + Counter(own))
-    replacement = await asyncio.to_thread(
-        replace_pods, snapshot, request, profile, current, lost, reservations=taken
-    )
-    if replacement is None:
-        return None
-    run.draft.set(**plan_fields(replacement, target.spec.gpus_per_pod))
-    await write_status(run)
-    return replacement
 
 
 def _reservation(decision: PlacementDecision, spec: TrainingTopologySpec) -> dict[str, int]:

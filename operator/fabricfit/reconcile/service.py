@@ -62,7 +62,7 @@ from fabricfit.placement.devices import PodDevices, pod_devices
 from fabricfit.placement.maintenance import drained
 from fabricfit.policy.kueuecheck import templates_gated
 from fabricfit.policy.pairing import pairing_problems
-from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning
+from fabricfit.reconcile import admission, applying, computedomain, evaluation, planning, replacing
 from fabricfit.reconcile.applying import Intent
 from fabricfit.reconcile.claimsources import claim_sources
 from fabricfit.reconcile.context import OperatorState, Run, Target, Views
@@ -364,7 +364,7 @@ async def _pin(
     draft.pins += len(pinned.pinned)
     lost = pinned.lost | set(drained(plan, snapshot))
     if lost:
-        replacement = await planning.replace_and_reserve(run, target, plan, lost)
+        replacement = await replacing.replace_and_reserve(run, target, plan, lost)
         if replacement is None:
             draft.condition(Reason.NO_HEALTHY_NODE, f"no healthy node can take pods {sorted(lost)}")
         else:
@@ -385,7 +385,7 @@ async def _unstick(run: Run, target: Target, plan: tuple[str, ...]) -> tuple[str
         return plan
     waiting = [i for i, (node, _) in stuck.items() if i < len(plan) and plan[i] == node]
     if waiting:
-        replacement = await planning.replace_stuck(run, target, plan, waiting)
+        replacement = await replacing.replace_stuck(run, target, plan, waiting)
         plan = replacement.pods if replacement is not None else plan
     moved = [pod for i, (node, pod) in sorted(stuck.items()) if i < len(plan) and plan[i] != node]
     await applying.recreate_stuck(run.state.rest, moved)
