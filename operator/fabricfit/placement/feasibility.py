@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 
 from fabricfit.api.constants import GPU_RESOURCE
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
-from fabricfit.placement.candidates import unit_capacity
 from fabricfit.placement.decision import LargestFit
 from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.scopes import unit_capacity
 from fabricfit.placement.slots import LeafDomain
 
 MAX_LISTED_REJECTIONS = 4

@@ -49,9 +49,12 @@ from fabricfit.contention import (
 )
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
+from fabricfit.placement.candidates import Block, PlanCandidate, generate_candidates
 from fabricfit.placement.decision import StepTimes
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.slots import LeafDomain
+
+QUIET_SPINES = 2  # with running jobs, the least loaded spines whose candidates are added
 
 RankGroups = Mapping[str, Sequence[Sequence[int]]]
 
@@ -191,3 +194,23 @@ def quiet_spines(
         total[spine] += share
     ranked = sorted(places, key=lambda s: (busiest[s], total[s], s))
     return tuple(ranked[:limit])
+
+
+def quiet_candidates(
+    blocks: Sequence[Block],
+    domains: Sequence[LeafDomain],
+    neighbours: Neighbours,
+    found: Sequence[PlanCandidate],
+    sub_blocks: Mapping[int, int],
+) -> list[PlanCandidate]:
+    """The candidates of the ``QUIET_SPINES`` least loaded spines (``neighbours.quiet_spines``)
+    alone, those not found already: the usual scopes keep to the tightest spine."""
+    seen = {c.slots for c in found}
+    out: list[PlanCandidate] = []
+    for spine in quiet_spines(domains, neighbours, QUIET_SPINES):
+        scoped = [d for d in domains if d.spine == spine]
+        for candidate in generate_candidates(blocks, scoped, sub_blocks):
+            if candidate.slots not in seen:
+                seen.add(candidate.slots)
+                out.append(replace(candidate, label=f"quiet {candidate.label}"))
+    return out

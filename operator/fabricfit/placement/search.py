@@ -31,7 +31,6 @@ the same decision (candidate order and tie-breaks are fixed).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,6 +39,7 @@ from functools import partial
 from fabricfit.api.conditions import Reason
 from fabricfit.fabric.profiles import FabricProfile
 from fabricfit.fabric.topology import ClusterSnapshot, NodeInfo
+from fabricfit.placement import kueuefloor
 from fabricfit.placement.candidates import (
     Block,
     PlanCandidate,
@@ -58,11 +58,9 @@ from fabricfit.placement.feasibility import (
 )
 from fabricfit.placement.improve import default_move_budget, improve
 from fabricfit.placement.layout import RankLayout, build_layout, validate_layout
-from fabricfit.placement.neighbours import Neighbours, quiet_spines
+from fabricfit.placement.neighbours import Neighbours, quiet_candidates
 from fabricfit.placement.packing import FreeCapacity, free_capacity, packing_loss
 from fabricfit.placement.pairing import replica_pods
-from fabricfit.placement.peers import kueue_bestfit
-from fabricfit.placement.peers.kueue_bestfit import LEVELS as PEER_LEVELS
 from fabricfit.placement.plugins import PlanContext, Plugin, plugins_for
 from fabricfit.placement.request import PlacementRequest
 from fabricfit.placement.scoring import Rejected, Scored, Scorer
@@ -78,11 +76,7 @@ from fabricfit.placement.slots import LeafDomain, build_leaf_domains
 from fabricfit.placement.spares import SpareSet, spares_for
 
 SATURATED_SCORE = 99.95
-PEER_LABEL = "kueue-bestfit (the peer's placement)"  # preferred rail group, Kueue's usual
-PEER_PREFIX = "kueue-bestfit ("  # every Kueue candidate's label starts so
-PEER_TOLERANCE = 1e-9  # relative: float noise between equal placements is not "worse"
-COMM_TIE = PEER_TOLERANCE  # relative: a tie is no more communication than float noise
-QUIET_SPINES = 2  # with running jobs, the least loaded spines whose candidates are added
+COMM_TIE = kueuefloor.PEER_TOLERANCE  # relative: a tie is no more communication than noise
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +203,9 @@ def _serving_candidates(
     level = careful_level(request, nodes)
     peer = replica_bestfit(problem.blocks, problem.domains, level)
     if peer is not None:
-        out.append(PlanCandidate(label=f"{PEER_PREFIX}per replica at {level})", slots=peer))
+        out.append(
+            PlanCandidate(label=f"{kueuefloor.PEER_PREFIX}per replica at {level})", slots=peer)
+        )
     goal = None
     if serving.spread != "None":
         spread = spread_candidate(problem.blocks, problem.domains, serving.spread)
@@ -314,8 +310,10 @@ def _search(
     sub_blocks = job_sub_blocks(problem.layout)
     candidates = list(generate_candidates(problem.blocks, problem.domains, sub_blocks))
     if neighbours is not None:
-        candidates.extend(_quiet_candidates(problem, neighbours, candidates, sub_blocks))
-    candidates.extend(_peer_candidates(problem))
+        candidates.extend(
+            quiet_candidates(problem.blocks, problem.domains, neighbours, candidates, sub_blocks)
+        )
+    candidates.extend(kueuefloor.peer_candidates(problem.domains, problem.layout.pods))
     candidates.extend(problem.extra)
     results = [scorer.evaluate(c.label, c.slots) for c in candidates]
     scored = sorted((r for r in results if isinstance(r, Scored)), key=Scored.sort_key)
@@ -334,57 +332,10 @@ def _search(
         budget = 0  # already at the lower bound: no move can shorten communication
     movable = [u[0] for b in problem.blocks for u in b if len(u) == 1]
     best, _ = improve(scorer, scored[0], problem.domains, movable, budget)
-    chosen = _best_packed(_no_worse_than_peer(best, scored), scored, census, problem.layout)
+    chosen = _best_packed(
+        kueuefloor.no_worse_than_peer(best, scored), scored, census, problem.layout
+    )
     return _decision(chosen, scorer, problem.layout, fabric)
-
-
-def _quiet_candidates(
-    problem: _Problem,
-    neighbours: Neighbours,
-    found: Sequence[PlanCandidate],
-    sub_blocks: Mapping[int, int],
-) -> list[PlanCandidate]:
-    """The candidates of the ``QUIET_SPINES`` least loaded spines (``neighbours.quiet_spines``)
-    alone, those not found already: the usual scopes keep to the tightest spine."""
-    seen = {c.slots for c in found}
-    out: list[PlanCandidate] = []
-    for spine in quiet_spines(problem.domains, neighbours, QUIET_SPINES):
-        scoped = [d for d in problem.domains if d.spine == spine]
-        for candidate in generate_candidates(problem.blocks, scoped, sub_blocks):
-            if candidate.slots not in seen:
-                seen.add(candidate.slots)
-                out.append(replace(candidate, label=f"quiet {candidate.label}"))
-    return out
-
-
-def _peer_candidates(problem: _Problem) -> list[PlanCandidate]:
-    """Kueue TAS BestFit's placement with the job preferred at each topology level (distinct
-    ones only; preferred rail group keeps ``PEER_LABEL``)."""
-    out: list[PlanCandidate] = []
-    seen: set[tuple[object, ...]] = set()
-    for level in ("rail-group", *(lv for lv in PEER_LEVELS if lv != "rail-group")):
-        slots = kueue_bestfit(problem.domains, problem.layout.pods, level=level)
-        if slots is None or slots in seen:
-            continue
-        seen.add(slots)
-        label = PEER_LABEL if level == "rail-group" else f"{PEER_PREFIX}preferred {level})"
-        out.append(PlanCandidate(label=label, slots=slots))
-    return out
-
-
-def _peer_limit(scored: Sequence[Scored]) -> float:
-    """The step communication of the cheapest Kueue candidate (with float noise), or infinity."""
-    peers = [s.predicted_seconds for s in scored if s.label.startswith(PEER_PREFIX)]
-    return min(peers) * (1.0 + PEER_TOLERANCE) if peers else math.inf
-
-
-def _no_worse_than_peer(best: Scored, scored: Sequence[Scored]) -> Scored:
-    """``best`` unless it predicts more communication than the cheapest Kueue candidate; then
-    the best-scored candidate that does not (that peer itself at worst)."""
-    limit = _peer_limit(scored)
-    if best.predicted_seconds <= limit:
-        return best
-    return min((s for s in scored if s.predicted_seconds <= limit), key=Scored.sort_key)
 
 
 def _best_packed(
@@ -400,7 +351,7 @@ def _best_packed(
     model, but it is traffic on shared links the job did not need), then the least packing loss
     (``packing``); equal keys keep the score order, ``chosen`` first. A cheaper candidate can
     be in the set: the score order weighs the small plugins too."""
-    limit = min(chosen.predicted_seconds * (1.0 + COMM_TIE), _peer_limit(scored))
+    limit = min(chosen.predicted_seconds * (1.0 + COMM_TIE), kueuefloor.peer_limit(scored))
     ties = [chosen, *(s for s in scored if s is not chosen and s.predicted_seconds <= limit)]
     if len(ties) == 1:
         return chosen

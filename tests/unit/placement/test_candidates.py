@@ -11,9 +11,9 @@ from fabricfit.placement.candidates import (
     generate_candidates,
     job_blocks,
     pack_blocks,
-    unit_capacity,
 )
 from fabricfit.placement.layout import build_layout
+from fabricfit.placement.scopes import unit_capacity
 from fabricfit.placement.slots import PodSlot, build_leaf_domains, node_slots, position_major
 from unit.placement.clusters import full_except, make_cluster
 

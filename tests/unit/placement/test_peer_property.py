@@ -2,10 +2,10 @@
 
 The search adds the peer's placements (``placement.peers.kueue_bestfit`` with the job preferred
 or required at each topology level: spine, rail group, rack, hostname) to its candidates and
-never returns a plan that prices above any of them (``search._no_worse_than_peer``). So "fabricfit
-never predicts more than Kueue" holds *by construction*: the property test below checks that the
-emulation stays among the candidates and the guard stays in place, not that the search is good.
-Two tests here can fail for the search itself: with the emulation taken out of the candidates (a
+never returns a plan that prices above any of them (``kueuefloor.no_worse_than_peer``). So
+"fabricfit never predicts more than Kueue" holds *by construction*: the property test below
+checks that the emulation stays among the candidates and the guard stays in place, not that
+the search is good. Two tests here can fail for the search itself: with the emulation taken out of the candidates (a
 broken search), the independently priced emulation beats the plan on a cluster found by
 measurement, so the guard is load-bearing; and where BestFit ignores rails and tapers, the plan
 must beat the emulation by a wide margin, which only the search's own candidates can do.
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from fabricfit.api.models import ModelShape, Parallelism
 from fabricfit.fabric.profiles import FabricProfile, get_profile
 from fabricfit.fabric.topology import ClusterSnapshot
-from fabricfit.placement import search
+from fabricfit.placement import kueuefloor
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.handout import Handout
 from fabricfit.placement.layout import build_layout
@@ -131,7 +131,8 @@ def ours_and_theirs(
 def test_small_plugins_do_not_outvote_communication_against_the_peer() -> None:
     """Found by the property above before the peer was a candidate: 3 rail groups of 2 nodes,
     12 one-GPU pods, PP4 x DP3; fabricfit's plan predicted 55.0 ms against Kueue's 50.0 ms.
-    Since then it holds by construction (the guard ``_no_worse_than_peer``), like the property."""
+    Since then it holds by construction (the guard ``kueuefloor.no_worse_than_peer``), like the
+    property."""
     snapshot = make_cluster(rail_groups_per_spine=3, nodes_per_rail_group=2, rack_nodes=2)
     request = PlacementRequest(
         parallelism=Parallelism(tensor=1, pipeline=4, data=3),
@@ -204,7 +205,7 @@ def test_a_search_without_the_emulation_loses_to_it_here() -> None:
         model=ModelShape(hidden_size=2048, layers=8, zero_stage=3),
     )
     profile = get_profile("gb200-nvl72")
-    with patch.object(search, "_peer_candidates", lambda problem: []):
+    with patch.object(kueuefloor, "peer_candidates", lambda domains, pods: []):
         broken = ours_and_theirs(snapshot, request, profile)
     assert broken is not None
     assert broken[0] > broken[1] * 1.5, broken
