@@ -4,12 +4,12 @@ The search adds the peer's placements (``placement.peers.kueue_bestfit`` with th
 or required at each topology level: spine, rail group, rack, hostname) to its candidates and
 never returns a plan that prices above any of them (``kueuefloor.no_worse_than_peer``). So
 "fabricfit never predicts more than Kueue" holds *by construction*: the property test below
-checks that the emulation stays among the candidates and the guard stays in place, not that
-the search is good. Two tests here can fail for the search itself: with the emulation taken out of the candidates (a
-broken search), the independently priced emulation beats the plan on a cluster found by
-measurement, so the guard is load-bearing; and where BestFit ignores rails and tapers, the plan
-must beat the emulation by a wide margin, which only the search's own candidates can do.
-Quality against the exhaustive optimum is ``test_exact.py``.
+checks that the emulation stays among the candidates and the guard stays in place, not that the
+search is good. Two tests here can fail for the search itself: with the emulation taken out of
+the candidates (a broken search), the independently priced emulation beats the plan on a cluster
+found by measurement, so the guard is load-bearing; and where BestFit ignores rails and tapers,
+the plan must beat the emulation by a wide margin, which only the search's own candidates can
+do. Quality against the exhaustive optimum is ``test_exact.py``.
 
 Hypothesis draws leaf/spine clusters with rail groups, racks, NVLink domains of one or several
 nodes and GPUs already in use on random nodes (fragmentation), jobs of every common shape and
