@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from fabricfit.fabric.profiles import FabricProfile
@@ -213,6 +213,45 @@ class Rules:
     contention: bool = False
 
 
+@dataclass
+class _Queue:
+    """The FIFO queue of one replay, and the holds of the jobs it held (queue policy)."""
+
+    holding: bool  # hold the head when waiting lets it finish sooner (wait-if-faster)
+    invalid: Mapping[str, str]  # jobs that can never run here, and why
+    jobs: deque[TraceJob] = field(default_factory=deque)
+    holds: dict[str, Hold[Placed]] = field(default_factory=dict)  # each held job's latest
+
+    def serve(self, state: _State, now: float) -> None:
+        """Start jobs from the head until one cannot start now; a held (or waiting) head lets
+        jobs behind it backfill beside its hold. Jobs that can never run leave with a reason."""
+        runs = state.runs
+        while self.jobs:
+            job = self.jobs[0]
+            reason = self.invalid.get(job.name)
+            placed = None if reason else state.place(job, state.view())
+            if placed is None and (reason is not None or not state.running):
+                runs[job.name] = replace(runs[job.name], reason=reason or NEVER_FITS)
+                self.jobs.popleft()
+                continue
+            if placed is None:  # strict FIFO: wait for GPUs to come free, beside its hold if any
+                hold = self.holds.get(job.name)
+                hold = hold if hold is not None and hold.until > now else None
+            else:
+                hold = state.hold(job, placed, now) if self.holding else None
+                if hold is None:
+                    self.jobs.popleft()
+                    state.start(job, placed, now)
+                    continue
+            if hold is not None:
+                self.holds[job.name] = hold
+                waiting = [j for j in self.jobs if j.name not in self.invalid]
+                for started in state.backfill(waiting, hold, now):
+                    self.jobs.remove(started)
+                    runs[started.name] = replace(runs[started.name], backfilled=True)
+            return  # the next event serves the queue again
+
+
 def replay(
     snapshot: ClusterSnapshot,
     jobs: Sequence[TraceJob],
@@ -229,14 +268,11 @@ def replay(
     queue_policy, contention = rules.queue_policy, rules.contention
     if queue_policy not in QUEUE_POLICIES:
         raise ValueError(f"unknown queue policy {queue_policy!r}")
-    holding = queue_policy != STRICT_FIFO
-    holds: dict[str, Hold[Placed]] = {}  # the latest hold of each job held
     runs = {j.name: JobRun(j.name, j.gpus, j.arrival) for j in jobs}
     neighbours = neighbours_of(snapshot, profile) if contention else None
     state = _State(placer, profile, SimCluster.of(snapshot), runs, [], neighbours)
-    invalid = _invalid(snapshot, jobs)
+    queue = _Queue(holding=queue_policy != STRICT_FIFO, invalid=_invalid(snapshot, jobs))
     arrivals = deque(jobs)
-    queue: deque[TraceJob] = deque()
     samples = [state.cluster.sample(0.0)]
     # After serving, the queue is empty or something runs: the loop ends when both are done.
     while arrivals or state.running:
@@ -248,36 +284,13 @@ def replay(
             _, _, job, pods = heapq.heappop(state.running)
             state.end(job, pods)
         while arrivals and arrivals[0].arrival <= now:
-            queue.append(arrivals.popleft())
-        while queue:
-            job = queue[0]
-            reason = invalid.get(job.name)
-            placed = None if reason else state.place(job, state.view())
-            if placed is None and (reason is not None or not state.running):
-                runs[job.name] = replace(runs[job.name], reason=reason or NEVER_FITS)
-                queue.popleft()
-                continue
-            if placed is None:  # strict FIFO: wait for GPUs to come free, beside its hold if any
-                hold = holds.get(job.name)
-                hold = hold if hold is not None and hold.until > now else None
-            else:
-                hold = state.hold(job, placed, now) if holding else None
-                if hold is None:
-                    queue.popleft()
-                    state.start(job, placed, now)
-                    continue
-            if hold is not None:
-                holds[job.name] = hold
-                waiting = [j for j in queue if j.name not in invalid]
-                for started in state.backfill(waiting, hold, now):
-                    queue.remove(started)
-                    runs[started.name] = replace(runs[started.name], backfilled=True)
-            break  # the next event serves the queue again
+            queue.jobs.append(arrivals.popleft())
+        queue.serve(state, now)
         samples.append(state.cluster.sample(now))
     return Replay(
         placer=name,
         total_gpus=sum(n.gpus for n in snapshot.nodes),
-        jobs=tuple(replace(runs[j.name], held=j.name in holds) for j in jobs),
+        jobs=tuple(replace(runs[j.name], held=j.name in queue.holds) for j in jobs),
         samples=_deduplicated(samples),
         queue_policy=queue_policy,
         contention=contention,
