@@ -105,6 +105,7 @@ class OperatorMetrics:
         self._link_places: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._define_job_metrics()
+        self._define_job_phase_metrics()
         self._define_cluster_metrics()
         self._define_activity_metrics()
         self.api_requests: Callable[[], RequestCounts | None] = api_requests or (lambda: None)
@@ -154,6 +155,9 @@ class OperatorMetrics:
             "Bytes one training step sends across the spine (above the leaf switches).",
             JOB,
         )
+
+    def _define_job_phase_metrics(self) -> None:
+        """Per job: a served model's phases, who picks its GPUs, and its neighbours' share."""
         self.decode_token = self._gauge(
             "fabricfit_predicted_decode_token_comm_seconds",
             "Served models: predicted communication of one decode step (per output token).",
