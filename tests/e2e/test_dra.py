@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from fabricfit_dev.cluster import fakenodes
+from fabricfit_dev.e2e import dra
 from fabricfit_dev.e2e.objects import (
     RAIL_GROUP,
     indexed_job,
@@ -37,21 +38,7 @@ from fabricfit_dev.operator import OperatorProcess
 from fabricfit_dev.waiting import wait_for
 
 DRA = ("resource.k8s.io", "v1")
-DEVICE_CLASS = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "DeviceClass",
-    "metadata": {"name": "gpu.nvidia.com"},
-    "spec": {
-        "selectors": [
-            {
-                "cel": {
-                    "expression": "device.driver == 'gpu.nvidia.com' && "
-                    "device.attributes['gpu.nvidia.com'].type == 'gpu'"
-                }
-            }
-        ]
-    },
-}
+DEVICE_CLASS = dra.GPU_CLASS
 
 
 def dra_nodes(pool: str) -> list[dict[str, Any]]:
@@ -220,14 +207,4 @@ def test_pinned_job_claiming_gpus_binds_where_planned_with_devices_allocated(
     assert read_topology(custom, namespace, "dra-train")["status"]["summary"] == "Placed"
     # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
     # its claims' classes vanish and rewrite its status, in whatever test runs next.
-    custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,
-                                           "trainingtopologies", "dra-train")  # fmt: skip
-    wait_for(
-        lambda: (
-            not custom.list_namespaced_custom_object(
-                "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies"
-            )["items"]
-        ),
-        timeout_seconds=60,
-        what="the TrainingTopology deleted",
-    )
+    dra.delete_topologies(custom, namespace, "dra-train")

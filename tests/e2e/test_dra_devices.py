@@ -215,15 +215,5 @@ def test_each_rank_runs_on_the_gpu_and_nic_the_plan_named(
     assert read_topology(custom, namespace, "dra-exact")["status"]["summary"] == "Placed"
     # Gone before the fixture deletes the DeviceClasses and slices: a live topology would see
     # its claims' classes vanish and rewrite its status, in whatever test runs next.
-    custom.delete_namespaced_custom_object("fabricfit.dev", "v1alpha1", namespace,
-                                           "trainingtopologies", "dra-exact")  # fmt: skip
-    wait_for(
-        lambda: (
-            not custom.list_namespaced_custom_object(
-                "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies"
-            )["items"]
-        ),
-        timeout_seconds=60,
-        what="the TrainingTopology deleted",
-    )
+    dra.delete_topologies(custom, namespace, "dra-exact")
     print(f"device-exact placement of 6 pods: {time.monotonic() - started:.1f} s")

@@ -213,3 +213,22 @@ def allocated_claim(
             }
         },
     }
+
+
+def delete_topologies(custom: Any, namespace: str, name: str) -> None:
+    """Delete TrainingTopology ``name`` and wait until ``namespace`` holds none (its operator
+    releases what it held before the test's fixtures delete the DeviceClasses and slices)."""
+    from fabricfit_dev.waiting import wait_for
+
+    custom.delete_namespaced_custom_object(
+        "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies", name
+    )
+    wait_for(
+        lambda: (
+            not custom.list_namespaced_custom_object(
+                "fabricfit.dev", "v1alpha1", namespace, "trainingtopologies"
+            )["items"]
+        ),
+        timeout_seconds=60,
+        what="the TrainingTopology deleted",
+    )
