@@ -44,7 +44,7 @@ DEVICE_CLASS = dra.GPU_CLASS
 def dra_nodes(pool: str) -> list[dict[str, Any]]:
     """Four nodes, two rail groups of two, whose GPUs are not in their allocatable."""
     fabric = fakenodes.FakeFabric(
-        prefix=pool, pool=pool, rail_groups_per_spine=2, nodes_per_rail_group=2
+        prefix=pool, pool=pool, ids=pool, rail_groups_per_spine=2, nodes_per_rail_group=2
     )
     manifests = copy.deepcopy(fakenodes.node_manifests(fabric))
     for node in manifests:

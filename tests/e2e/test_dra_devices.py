@@ -121,7 +121,7 @@ def test_each_rank_runs_on_the_gpu_and_nic_the_plan_named(
     started = time.monotonic()
     pool = f"drd{uuid.uuid4().hex[:4]}"
     fabric = fakenodes.FakeFabric(
-        prefix=pool, pool=pool, rail_groups_per_spine=2, nodes_per_rail_group=2
+        prefix=pool, pool=pool, ids=pool, rail_groups_per_spine=2, nodes_per_rail_group=2
     )
     manifests = dra.dra_nodes(fakenodes.node_manifests(fabric))
     nodes = fakenodes.create_nodes(core, manifests)

@@ -289,7 +289,11 @@ def place_on_devices(core: Any, custom: Any, batch: Any, ns: str) -> None:
     from kubernetes.client.exceptions import ApiException
 
     fabric = fakenodes.FakeFabric(
-        prefix="privdra", pool="privdra", rail_groups_per_spine=1, nodes_per_rail_group=2
+        prefix="privdra",
+        pool="privdra",
+        ids="privdra",
+        rail_groups_per_spine=1,
+        nodes_per_rail_group=2,
     )
     names = fakenodes.create_nodes(core, dra.dra_nodes(fakenodes.node_manifests(fabric)))
     fakenodes.wait_ready(core, names)

@@ -13,7 +13,8 @@ from fabricfit_dev.cluster import fakenodes
 from fabricfit_dev.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-FABRIC = fakenodes.FakeFabric(rail_groups_per_spine=2, nodes_per_rail_group=2, prefix="stack")
+FABRIC = fakenodes.FakeFabric(rail_groups_per_spine=2, nodes_per_rail_group=2, prefix="stack",
+                               ids="stack")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

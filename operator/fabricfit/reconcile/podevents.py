@@ -32,11 +32,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabricfit.api.constants import TOPOLOGY_LABEL
-from fabricfit.api.models import TrainingTopologySpec
+from fabricfit.api.models import TrainingTopologySpec, WorkloadRef
 from fabricfit.kube.pods import RACES, patch_pod
 from fabricfit.kube.rest import ApiError
 from fabricfit.kube.topologies import read_topology
-from fabricfit.kube.workloads import patch_workload, read_workload
+from fabricfit.kube.workloads import UnsupportedWorkloadError, patch_workload, read_workload
 from fabricfit.reconcile import computedomain, planning, service
 from fabricfit.reconcile.applying import is_refusal
 from fabricfit.reconcile.context import OperatorState, Views
@@ -181,7 +181,7 @@ async def _release_templates(state: OperatorState, namespace: str, body: Mapping
     ref = spec.workload_ref if spec is not None else None
     if ref is None or service.selects_pods(ref.kind) or kind_named(ref.kind) is None:
         return
-    workload = await read_workload(state.rest, ref, namespace)
+    workload = await _read_released(state, ref, namespace)
     if workload is None or is_suspended(ref.kind, workload) is not True:
         return
     templates = pod_templates(ref.kind, workload)
@@ -194,6 +194,18 @@ async def _release_templates(state: OperatorState, namespace: str, body: Mapping
     except ApiError as err:
         if err.status not in RACES and not is_refusal(err):
             raise
+
+
+async def _read_released(
+    state: OperatorState, ref: WorkloadRef, namespace: str
+) -> dict[str, Any] | None:
+    """The workload a deleted TrainingTopology pointed at; None when it is gone or the ref
+    names a kind or API group fabricfit cannot address (it never gated such a workload, and
+    the deletion must not wait on a spec that was wrong from the start)."""
+    try:
+        return await read_workload(state.rest, ref, namespace)
+    except UnsupportedWorkloadError:
+        return None
 
 
 def _spec_of(body: Mapping[str, Any]) -> TrainingTopologySpec | None:
@@ -212,7 +224,7 @@ async def _pods_to_release(
     spec = _spec_of(body)
     ref = spec.workload_ref if spec is not None else None
     if ref is not None and service.selects_pods(ref.kind) and ref.pod_selector:
-        group = await read_workload(state.rest, ref, key[0])
+        group = await _read_released(state, ref, key[0])
         names = {(p.get("metadata") or {}).get("name") for p in pods}
         pods += [p for p in (group or {}).get("items") or [] if p["metadata"]["name"] not in names]
     return pods

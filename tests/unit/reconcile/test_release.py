@@ -103,3 +103,16 @@ def test_a_gated_pod_of_a_topology_without_a_plan_stays_gated() -> None:
     pod = world.add_pod(gated_pod(0))
     event(world, pod)
     assert is_gated(world.api.objects[pod_path("llama-0")])
+
+
+def test_a_topology_naming_a_workload_in_a_foreign_api_group_is_released() -> None:
+    """Its spec was wrong from the start (a Deployment in ``v1``, a Pod in ``apps/v1``):
+    fabricfit never gated that workload, and the deletion does not wait on the spec."""
+    for kind, api_version in (("Deployment", "v1"), ("Job", "apps/v1"), ("Pod", "apps/v1")):
+        ref = {"apiVersion": api_version, "kind": kind, "name": "llama"}
+        if kind == "Pod":
+            ref = {**ref, "podSelector": {"app": "llama"}}
+        world = World(topology(workloadRef=ref), (JOB_PATH, job()))
+        release(world)  # raised UnsupportedWorkloadError, and kopf retried it every minute
+        assert world.api.writes_to(JOB_PATH) == []
+        assert world.state.ledger.written == {}

@@ -56,6 +56,10 @@ class FakeFabric:
     fabric: str | None = "dgx-h100"
     prefix: str = "gpu"
     pool: str | None = None  # value of POOL_LABEL, to fence tests off each other
+    # Prefixed to every spine, rail group, rack and NVLink domain id: pools that share a
+    # cluster get ids of their own, as disjoint parts of a real fabric do (the link load of
+    # one pool's jobs is never priced on another pool's spine of the same number).
+    ids: str = ""
     # The first node's position: a second fabric placed after another (``following``) gets
     # spine, rail group, rack, domain and node numbers of its own.
     origin: Position = ORIGIN
@@ -130,8 +134,9 @@ def positions(fabric: FakeFabric) -> list[Position]:
 
 
 def scheme_labels(fabric: FakeFabric, pos: Position) -> dict[str, str]:
-    spine, group, rack = f"spine-{pos.spine}", f"rg-{pos.rail_group}", f"rack-{pos.rack}"
-    nvl = f"nvl-{pos.domain}" if fabric.nvlink_domain_nodes > 1 else None
+    q = f"{fabric.ids}-" if fabric.ids else ""
+    spine, group, rack = f"{q}spine-{pos.spine}", f"{q}rg-{pos.rail_group}", f"{q}rack-{pos.rack}"
+    nvl = f"{q}nvl-{pos.domain}" if fabric.nvlink_domain_nodes > 1 else None
     if fabric.scheme == "native":
         labels = {
             NATIVE + "spine": spine,
@@ -146,7 +151,7 @@ def scheme_labels(fabric: FakeFabric, pos: Position) -> dict[str, str]:
         return labels
     if fabric.scheme == "topograph":
         labels = {
-            "fabric.topograph.run/tier-0": f"leaf-{pos.rail_group}",
+            "fabric.topograph.run/tier-0": f"{q}leaf-{pos.rail_group}",
             "fabric.topograph.run/tier-1": spine,
         }
         if nvl:
@@ -156,23 +161,23 @@ def scheme_labels(fabric: FakeFabric, pos: Position) -> dict[str, str]:
         return {
             "cloud.google.com/gce-topology-block": _hash(spine),
             "cloud.google.com/gce-topology-subblock": _hash(group),
-            "cloud.google.com/gce-topology-host": _hash(f"host-{pos.index}"),
+            "cloud.google.com/gce-topology-host": _hash(f"{q}host-{pos.index}"),
         }
     if fabric.scheme == "eks":
         return {
-            "topology.k8s.aws/network-node-layer-1": "nn-" + _hash("core"),
+            "topology.k8s.aws/network-node-layer-1": "nn-" + _hash(f"{q}core"),
             "topology.k8s.aws/network-node-layer-2": "nn-" + _hash(spine),
             "topology.k8s.aws/network-node-layer-3": "nn-" + _hash(group),
         }
     if fabric.scheme == "oke":
         return {
-            "oci.oraclecloud.com/rdma.hpc_island_id": _hash("island"),
+            "oci.oraclecloud.com/rdma.hpc_island_id": _hash(f"{q}island"),
             "oci.oraclecloud.com/rdma.network_block_id": _hash(spine),
             "oci.oraclecloud.com/rdma.local_block_id": _hash(group),
         }
     return {
-        "ib.coreweave.cloud/fabric": "fabric-0",
-        "ib.coreweave.cloud/superpod": str(pos.spine),
+        "ib.coreweave.cloud/fabric": f"{q}fabric-0",
+        "ib.coreweave.cloud/superpod": f"{q}{pos.spine}",
         "ib.coreweave.cloud/leafgroup": str(pos.rail_group),
         "node.coreweave.cloud/rack": str(pos.rack),
     }
@@ -183,7 +188,7 @@ def clique_label(fabric: FakeFabric, pos: Position) -> dict[str, str]:
     domain (an NVL72 rack), one clique (NVLink partition) in it."""
     if not fabric.clique or fabric.nvlink_domain_nodes <= 1:
         return {}
-    digest = hashlib.sha256(f"nvl-{pos.domain}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{fabric.ids}nvl-{pos.domain}".encode()).hexdigest()
     uuid = "-".join(digest[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
     return {CLIQUE_LABEL: f"{uuid}.1"}
 

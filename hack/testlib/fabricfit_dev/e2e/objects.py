@@ -20,7 +20,8 @@ RAIL_GROUP = "topology.fabricfit.dev/rail-group"
 
 
 def make_pool(core: Any, pool: str, **shape: Any) -> list[dict[str, Any]]:
-    fabric = fakenodes.FakeFabric(prefix=pool, pool=pool, **shape)
+    """A pool of ready kwok nodes named, fenced and with topology ids of its own (``pool``)."""
+    fabric = fakenodes.FakeFabric(prefix=pool, pool=pool, ids=pool, **shape)
     manifests = fakenodes.node_manifests(fabric)
     fakenodes.wait_ready(core, fakenodes.create_nodes(core, manifests))
     return manifests
