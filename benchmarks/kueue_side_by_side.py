@@ -40,7 +40,9 @@ kueue,jobset,lws`` in a private state directory, stopped at the end unless ``--k
 * For both: the node of every pod read back from the cluster (``pod.spec.nodeName`` by
   completion index), the rail groups and spines used, and the predicted step communication of
   that placement priced by the same function (``fabricfit.placement.pricing.price_pods``: the
-  snapshot of the cluster without the job, each pod on the lowest free GPU window of its node),
+  snapshot of the cluster without the job, the pods of a node on its lowest free GPU windows as
+  the device plugin hands them out, in the worse of two admission orders — neither side's
+  windows are enforced here: the pools publish GPUs as counts),
   the cost model's lower bound (from the TrainingTopology's status), and the ratio
   Kueue ÷ fabricfit (> 1: fabricfit predicts less communication).
 

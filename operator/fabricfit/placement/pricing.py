@@ -11,8 +11,14 @@ the lowest indices of a node, and pod *k* takes the lowest entirely free ``gpusP
 of its node that no lower-indexed pod of the job took (aligned windows when ``gpusPerPod``
 divides the node's GPUs, so local GPU *j* of every pod sits on the same rail).
 
+Which of a node's windows goes to which of the job's pods there is kubelet's admission order,
+which nobody predicts: unless the request says the GPU choice is enforced (``gpu_choice``, DRA
+claims fabricfit allocates), the placement is priced in the worse of the two hand-out orders
+(``placement.handout``), as the search prices its own plans — so a placement fabricfit planned
+and one another scheduler made are priced alike, on no window nothing enforces.
+
 Ranks then follow the job's rank layout (pod *k* holds ranks ``k·g … k·g+g−1``) and are priced
-once with :class:`~fabricfit.placement.costing.StepModel`, the search's own bridge to the cost
+with :class:`~fabricfit.placement.costing.StepModel`, the search's own bridge to the cost
 model; the result also carries the plan's quality (group crossings, spine bytes) and the rail
 groups and spines it uses, so a benchmark or the demo can print both side by side.
 """
@@ -28,11 +34,13 @@ from fabricfit.fabric.topology import ClusterSnapshot
 from fabricfit.placement.constraints import NO_RESERVATIONS
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import StepTimes
+from fabricfit.placement.handout import Handout
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.quality import PlanQuality, quality_of
-from fabricfit.placement.request import PlacementRequest
-from fabricfit.placement.slots import PodSlot, node_slots
+from fabricfit.placement.request import ENFORCED, PlacementRequest
+from fabricfit.placement.scoring import price_slots
+from fabricfit.placement.slots import PodSlot, build_leaf_domains, node_slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +105,11 @@ def price_pods(
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     slots = locate_pods(snapshot, pods, request.gpus_per_pod)
     model = StepModel(snapshot, layout, request, profile, neighbours)
-    ranks = model.rank_slots(slots)
-    predicted = model.predict(ranks)
-    quality = quality_of(layout.groups, ranks, predicted.spine_bytes_per_step)
-    return PricedPods(slots=slots, predicted=predicted, quality=quality)
+    handout = None
+    if request.gpu_choice != ENFORCED:
+        nodes = [snapshot.node(n) for n in dict.fromkeys(pods)]
+        handout = Handout(build_leaf_domains(nodes, request.gpus_per_pod, NO_RESERVATIONS))
+    evaluated = price_slots(model, handout, slots)
+    predicted = evaluated.predicted
+    quality = quality_of(layout.groups, evaluated.ranks, predicted.spine_bytes_per_step)
+    return PricedPods(slots=evaluated.slots, predicted=predicted, quality=quality)

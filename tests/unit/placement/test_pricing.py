@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fabricfit.api.models import ModelShape, Parallelism
@@ -10,7 +12,7 @@ from fabricfit.placement.costing import StepModel
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.peers import kueue_bestfit
 from fabricfit.placement.pricing import locate_pods, price_pods
-from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.request import ENFORCED, NOT_ENFORCED, PlacementRequest
 from fabricfit.placement.search import plan_placement
 from fabricfit.placement.slots import build_leaf_domains
 from unit.placement.clusters import make_cluster
@@ -87,3 +89,24 @@ def test_a_peers_slots_read_back_as_nodes_price_as_the_peer_predicted() -> None:
     priced = price_pods(snapshot, request, PROFILE, [s.node for s in peer])
     assert priced.slots == peer
     assert priced.predicted.step_comm_seconds == pytest.approx(expected, rel=1e-12)
+
+
+def test_unenforced_gpus_are_priced_in_the_worse_hand_out_order() -> None:
+    """Two 4-GPU pods on each of two nodes: kubelet admits them in either order, so unless the
+    choice is enforced a data-parallel pair may start on different rails; never priced better
+    than the windows in pod-index order, and here worse."""
+    snapshot = make_cluster(rail_groups_per_spine=1, nodes_per_rail_group=2)
+    request = _request(4, tensor=4, data=2, pipeline=2)
+    pods = ["n001", "n000", "n001", "n000"]
+    enforced = price_pods(snapshot, replace(request, gpu_choice=ENFORCED), PROFILE, pods)
+    handed = price_pods(snapshot, replace(request, gpu_choice=NOT_ENFORCED), PROFILE, pods)
+    assert [s.gpus for s in enforced.slots] == [(0, 1, 2, 3)] * 2 + [(4, 5, 6, 7)] * 2
+    assert sorted(s.gpus for s in handed.slots) == sorted(s.gpus for s in enforced.slots)
+    assert handed.predicted.step_comm_seconds > 1.2 * enforced.predicted.step_comm_seconds
+    whole = _request(8, tensor=8, data=2)  # one window per node: one order, one price
+    assert (
+        price_pods(snapshot, whole, PROFILE, ["n000", "n001"]).predicted
+        == price_pods(
+            snapshot, replace(whole, gpu_choice=ENFORCED), PROFILE, ["n000", "n001"]
+        ).predicted
+    )

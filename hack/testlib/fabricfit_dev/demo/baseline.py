@@ -12,9 +12,10 @@ mapped to pods in lexicographic order of their topology values), run on the free
 had (the nodes of its pool as they are now, minus the pods of this job and of the jobs
 submitted after it).
 ``benchmarks/kueue_side_by_side.py`` makes the same comparison against a real Kueue. Both
-placements become :class:`PlacementDecision` values (same rank layout, each pod on the lowest
-free GPU window of its node), priced with :func:`fabricfit.placement.pricing.price_pods`, so the
-comparison is the cost model's, not the demo's. This is demo code, not part of the product.
+placements become :class:`PlacementDecision` values (same rank layout, the pods of a node on
+its lowest free GPU windows as the device plugin hands them out), priced with
+:func:`fabricfit.placement.pricing.price_pods`, so the comparison is the cost model's, not the
+demo's. This is demo code, not part of the product.
 """
 
 from __future__ import annotations
