@@ -87,7 +87,8 @@ def decision_for(
     spec: TrainingTopologySpec,
     lower_bound_seconds: float | None = None,
 ) -> PlacementDecision:
-    """``pods[k]`` = node of pod k; each pod takes the lowest free GPU window of its node."""
+    """``pods[k]`` = node of pod k; the pods of a node take its lowest free GPU windows as the
+    device plugin hands them out (``pricing.price_pods``: the worse admission order)."""
     request = request_from_spec(spec)
     layout = build_layout(request.parallelism, request.gpus_per_pod, request.rank_order)
     priced = price_pods(snapshot, request, get_profile(spec.fabric or "dgx-h100"), pods)

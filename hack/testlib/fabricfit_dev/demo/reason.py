@@ -14,8 +14,9 @@ cost model prices but these counts do not show).
 
 Whether the GPUs priced are the GPUs that run is said too: a pod that takes every GPU of its
 node gets exactly those whatever hands devices out; a smaller pod's GPUs are the device plugin's
-choice, and both columns price the lowest free ones (the convention ``baseline.decision_for``
-uses), which nothing enforces. Pure: decisions and a snapshot in, lines out.
+choice, and both columns price what it hands out (a node's lowest free windows in the worse
+admission order, as ``baseline.decision_for`` prices them), which nothing enforces. Pure:
+decisions and a snapshot in, lines out.
 """
 
 from __future__ import annotations
@@ -115,5 +116,5 @@ def devices_line(decision: PlacementDecision, snapshot: ClusterSnapshot, gpus_pe
     nodes = "/".join(str(size) for size in sizes)
     return (
         f"GPUs: {gpus_per_pod}-GPU pods on {nodes}-GPU nodes: which GPUs each gets is the "
-        "device plugin's choice; both columns price the lowest free ones (not enforced)"
+        "device plugin's choice; both columns price what it hands out (not enforced)"
     )
