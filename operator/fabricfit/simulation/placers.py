@@ -7,7 +7,9 @@ placement, or ``None`` when it cannot place the job now. fabricfit's plan carrie
 prediction, priced next to the running jobs when they are given (its search then also weighs
 what it costs them); a peer's placement is chosen by the peer's own rule, blind to traffic as
 the peer is, and priced by the same ``StepModel`` on the same snapshot with the same
-neighbours, so only the choice differs.
+neighbours, on the GPUs the device plugin hands out (the worse of two admission orders, as
+fabricfit's own plan is priced unless the request enforces the choice), so only the choice
+differs.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from fabricfit.fabric.topology import ClusterSnapshot, GpuSlot
 from fabricfit.placement.constraints import eligible_nodes
 from fabricfit.placement.costing import StepModel
 from fabricfit.placement.decision import StepTimes
+from fabricfit.placement.handout import Handout
 from fabricfit.placement.layout import build_layout
 from fabricfit.placement.neighbours import Neighbours
 from fabricfit.placement.peers import PEERS, Peer
-from fabricfit.placement.request import PlacementRequest
+from fabricfit.placement.request import ENFORCED, PlacementRequest
+from fabricfit.placement.scoring import price_slots
 from fabricfit.placement.search import plan_placement
 from fabricfit.placement.slots import build_leaf_domains
 
@@ -80,9 +84,12 @@ def peer_placer(peer: Peer) -> Placer:
         if slots is None:
             return None
         model = StepModel(snapshot, layout, request, profile, neighbours)
-        ranks = model.rank_slots(slots)
+        handout = None if request.gpu_choice == ENFORCED else Handout(domains)
+        evaluated = price_slots(model, handout, slots)
         return Placed(
-            pods=tuple(s.node for s in slots), predicted=model.predict(ranks), ranks=ranks
+            pods=tuple(s.node for s in evaluated.slots),
+            predicted=evaluated.predicted,
+            ranks=evaluated.ranks,
         )
 
     return place
