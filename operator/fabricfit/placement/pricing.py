@@ -15,7 +15,7 @@ Which of a node's windows goes to which of the job's pods there is kubelet's adm
 which nobody predicts: unless the request says the GPU choice is enforced (``gpu_choice``, DRA
 claims fabricfit allocates), the placement is priced in the worse of the two hand-out orders
 (``placement.handout``), as the search prices its own plans — so a placement fabricfit planned
-and one another scheduler made are priced alike, on no window nothing enforces.
+and one another scheduler made are priced alike, and neither on a window nothing enforces.
 
 Ranks then follow the job's rank layout (pod *k* holds ranks ``k·g … k·g+g−1``) and are priced
 with :class:`~fabricfit.placement.costing.StepModel`, the search's own bridge to the cost
