@@ -27,6 +27,7 @@ from fabricfit_dev.e2e.admission import check_active, check_entry
 from fabricfit_dev.e2e.kueue import checked_queue
 from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
+    RAIL_GROUP,
     TT,
     foreign_pod,
     indexed_job,
@@ -43,7 +44,6 @@ from fabricfit_dev.waiting import wait_for
 pytestmark = pytest.mark.controllers("kueue")
 
 FABRIC = "h100-leaf-spine-2to1"
-RAIL_GROUP = "topology.fabricfit.dev/rail-group"
 MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
 BLOCKER_SECONDS = 45
 MODEL = {"parameters": 20_000_000_000, "hiddenSize": 6144, "layers": 44, "sequenceLength": 256,

@@ -26,6 +26,8 @@ from fabricfit.placement import plan_placement
 from fabricfit.policy import admit
 from fabricfit_dev.e2e.objects import (
     POOL_LABEL,
+    RAIL_GROUP,
+    SPINE,
     make_pool,
     planned,
     read_topology,
@@ -36,8 +38,6 @@ from fabricfit_dev.e2e.objects import (
 from fabricfit_dev.operator import OperatorProcess
 
 FABRIC = "h100-leaf-spine-2to1"
-SPINE = "topology.fabricfit.dev/spine"
-RAIL_GROUP = "topology.fabricfit.dev/rail-group"
 MODEL = {"parameters": 20_000_000_000, "hiddenSize": 6144, "layers": 44, "sequenceLength": 256,
          "microBatchSize": 1, "microBatches": 1, "bytesPerElement": 2}  # fmt: skip
 PARALLELISM = {"tensor": 8, "data": 3}

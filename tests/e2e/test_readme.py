@@ -19,13 +19,19 @@ from typing import Any
 import yaml
 
 from fabricfit_dev.cluster import fakenodes
-from fabricfit_dev.e2e.objects import POOL_LABEL, condition, planned, wait_bound, wait_condition
+from fabricfit_dev.e2e.objects import (
+    POOL_LABEL,
+    RAIL_GROUP,
+    condition,
+    planned,
+    wait_bound,
+    wait_condition,
+)
 from fabricfit_dev.operator import OperatorProcess
 from unit.doclinks import ROOT, code_blocks, section
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 POOL = "readme"
-RAIL_GROUP = "topology.fabricfit.dev/rail-group"
 
 
 def label_commands() -> list[list[str]]:

@@ -21,6 +21,7 @@ import yaml
 
 from fabricfit_dev.e2e.lws import LWS, bound_pods
 from fabricfit_dev.e2e.objects import (
+    NATIVE,
     POOL_LABEL,
     TT,
     condition,
@@ -35,7 +36,6 @@ from fabricfit_dev.waiting import wait_for
 pytestmark = pytest.mark.controllers("lws")
 
 SAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "samples" / "serving"
-NATIVE = "topology.fabricfit.dev/"
 
 
 def sample(file_name: str, pool: str) -> dict[tuple[str, str], dict[str, Any]]:

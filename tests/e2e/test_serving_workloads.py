@@ -16,14 +16,20 @@ from typing import Any
 import pytest
 import yaml
 
-from fabricfit_dev.e2e.objects import POOL_LABEL, TT, make_pool, planned, wait_condition
+from fabricfit_dev.e2e.objects import (
+    POOL_LABEL,
+    RAIL_GROUP,
+    TT,
+    make_pool,
+    planned,
+    wait_condition,
+)
 from fabricfit_dev.operator import OperatorProcess
 from fabricfit_dev.waiting import wait_for
 
 SAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "samples" / "serving"
 GATE = "fabricfit.dev/placement"
 INDEX = "fabricfit.dev/pod-index"
-RAIL_GROUP = "topology.fabricfit.dev/rail-group"
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from fabricfit.api.constants import LABEL_PREFIX
 from fabricfit_dev.kube import delete_if_present, exists
 from fabricfit_dev.waiting import wait_for
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-NATIVE = "topology.fabricfit.dev/"
+NATIVE = LABEL_PREFIX
 #: GPU Feature Discovery's product label per fabric preset (H100 for the rest).
 PRODUCTS = {"gb200-nvl72": "NVIDIA-GB200"}
 SCHEMES = ("native", "topograph", "gke", "eks", "oke", "coreweave")

@@ -28,7 +28,7 @@ from fabricfit_dev.cluster.kueueobjects import (
     podset_assignments,
     resource_flavor,
 )
-from fabricfit_dev.e2e.objects import POOL_LABEL
+from fabricfit_dev.e2e.objects import NATIVE, POOL_LABEL
 from fabricfit_dev.waiting import wait_for
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "workload_of",
 ]
 
-NATIVE = "topology.fabricfit.dev/"
 #: fabricfit's native tiers as Kueue levels, highest first (hostname must be the lowest).
 NATIVE_LEVELS = (
     NATIVE + "spine",

@@ -5,18 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from fabricfit_dev.cluster import fakenodes
-from fabricfit_dev.cluster.fakenodes import POOL_LABEL
+from fabricfit_dev.cluster.fakenodes import NATIVE, POOL_LABEL
 from fabricfit_dev.cluster.jobs import TT, indexed_job, topology
 from fabricfit_dev.kube import condition, has_condition, job_pods, read_topology
 from fabricfit_dev.waiting import wait_for
 
 __all__ = [  # the builders live in cluster.jobs and the reads in kube (the benchmarks use them)
-    "POOL_LABEL", "RAIL_GROUP", "TT", "condition", "foreign_pod", "indexed_job", "job_pods",
-    "make_pool", "placed_names", "planned", "read_topology", "submit_job", "topology",
-    "wait_bound", "wait_condition",
+    "NATIVE", "POOL_LABEL", "RAIL_GROUP", "SPINE", "TT", "condition", "foreign_pod",
+    "indexed_job", "job_pods", "make_pool", "placed_names", "planned", "read_topology",
+    "submit_job", "topology", "wait_bound", "wait_condition",
 ]  # fmt: skip
 
-RAIL_GROUP = "topology.fabricfit.dev/rail-group"
+RAIL_GROUP = NATIVE + "rail-group"
+SPINE = NATIVE + "spine"
 
 
 def make_pool(core: Any, pool: str, **shape: Any) -> list[dict[str, Any]]:
