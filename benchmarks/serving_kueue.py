@@ -57,7 +57,7 @@ from fabricfit_dev.cluster import fakenodes, kueueobjects
 from fabricfit_dev.demo.workloads import plan_tenants
 from fabricfit_dev.kube import Clients, read_cluster
 from fabricfit_dev.waiting import WaitTimeoutError, wait_for
-from kueue_side_by_side import HOSTNAME, LEVELS, RACK, RAIL_GROUP, REQUIRED
+from kueue_jobs import HOSTNAME, LEVELS, RACK, RAIL_GROUP, REQUIRED
 from serving_cases import CASES, Case, Side, partner_of, pod_gpus, prefill_case, ratio, side
 
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")

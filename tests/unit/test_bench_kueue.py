@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-import kueue_side_by_side as bench  # benchmarks/ is on the path (pytest: pythonpath)
+import kueue_jobs as jobs  # benchmarks/ is on the path (pytest: pythonpath)
+import kueue_side_by_side as bench
 
-JOBS = {j.key: j for j in bench.JOBS}
-H100 = bench.fabric_shape("dgx-h100", 16)
-NVL72 = bench.fabric_shape("gb200-nvl72", 16)
+JOBS = {j.key: j for j in jobs.JOBS}
+H100 = jobs.fabric_shape("dgx-h100", 16)
+NVL72 = jobs.fabric_shape("gb200-nvl72", 16)
 
 
 def test_pools_hold_the_same_gpus_on_every_fabric() -> None:
@@ -28,60 +29,60 @@ def test_pools_hold_the_same_gpus_on_every_fabric() -> None:
 
 
 def test_whole_node_job_in_a_rail_group_is_required_there_then_preferred() -> None:
-    ladder = bench.careful_user_annotations(JOBS["dense"], H100)
+    ladder = jobs.careful_user_annotations(JOBS["dense"], H100)
     assert ladder == [
-        {bench.REQUIRED: bench.RAIL_GROUP},
-        {bench.PREFERRED: bench.RAIL_GROUP},
+        {jobs.REQUIRED: jobs.RAIL_GROUP},
+        {jobs.PREFERRED: jobs.RAIL_GROUP},
     ]
 
 
 def test_partial_node_pods_ask_for_pairs_on_one_node() -> None:
-    ladder = bench.careful_user_annotations(JOBS["moe"], H100)
+    ladder = jobs.careful_user_annotations(JOBS["moe"], H100)
     assert ladder[0] == {
-        bench.REQUIRED: bench.RAIL_GROUP,
-        bench.SLICE_LEVEL: bench.HOSTNAME,
-        bench.SLICE_SIZE: "2",
+        jobs.REQUIRED: jobs.RAIL_GROUP,
+        jobs.SLICE_LEVEL: jobs.HOSTNAME,
+        jobs.SLICE_SIZE: "2",
     }
-    assert ladder[-1] == {bench.PREFERRED: bench.RAIL_GROUP}
-    assert bench.describe(ladder[0]) == "required rail-group, slice hostname×2"
+    assert ladder[-1] == {jobs.PREFERRED: jobs.RAIL_GROUP}
+    assert jobs.describe(ladder[0]) == "required rail-group, slice hostname×2"
 
 
 def test_a_job_larger_than_a_rail_group_gets_the_spine_and_a_stage_per_rail_group() -> None:
     # TP8 PP2 DP16 in whole-node pods: 32 pods, two stages of 16; DP groups live in a stage.
-    ladder = bench.careful_user_annotations(JOBS["wide-dense"], H100)
+    ladder = jobs.careful_user_annotations(JOBS["wide-dense"], H100)
     first = ladder[0]
     assert first == {
-        bench.REQUIRED: bench.SPINE,
-        bench.SLICE_LEVEL: bench.RAIL_GROUP,
-        bench.SLICE_SIZE: "16",
+        jobs.REQUIRED: jobs.SPINE,
+        jobs.SLICE_LEVEL: jobs.RAIL_GROUP,
+        jobs.SLICE_SIZE: "16",
     }
-    assert ladder[-1] == {bench.PREFERRED: bench.SPINE}
+    assert ladder[-1] == {jobs.PREFERRED: jobs.SPINE}
     # 4-GPU pods: the stage layer outside, node pairs inside; looser steps drop layers from
     # the outside in and never repeat themselves.
-    nvl = bench.careful_user_annotations(JOBS["wide-dense"].on(4), NVL72)
-    assert json.loads(nvl[0][bench.SLICE_LAYERS]) == [
-        {"topology": bench.RAIL_GROUP, "size": 32},
-        {"topology": bench.RACK, "size": 2},
+    nvl = jobs.careful_user_annotations(JOBS["wide-dense"].on(4), NVL72)
+    assert json.loads(nvl[0][jobs.SLICE_LAYERS]) == [
+        {"topology": jobs.RAIL_GROUP, "size": 32},
+        {"topology": jobs.RACK, "size": 2},
     ]
-    assert bench.describe(nvl[0]) == "required spine, slices rail-group×32/rack×2"
-    assert nvl[2] == {bench.PREFERRED: bench.SPINE, bench.SLICE_LEVEL: bench.RACK,
-                      bench.SLICE_SIZE: "2"}  # fmt: skip
+    assert jobs.describe(nvl[0]) == "required spine, slices rail-group×32/rack×2"
+    assert nvl[2] == {jobs.PREFERRED: jobs.SPINE, jobs.SLICE_LEVEL: jobs.RACK,
+                      jobs.SLICE_SIZE: "2"}  # fmt: skip
     assert len(nvl) == len({json.dumps(step, sort_keys=True) for step in nvl}) == 4
     # Without pipeline stages every DP group spans the job: no outer layer.
-    wide = bench.careful_user_annotations(JOBS["wide-tp4"], H100)[0]
-    assert wide == {bench.REQUIRED: bench.SPINE, bench.SLICE_LEVEL: bench.HOSTNAME,
-                    bench.SLICE_SIZE: "2"}  # fmt: skip
+    wide = jobs.careful_user_annotations(JOBS["wide-tp4"], H100)[0]
+    assert wide == {jobs.REQUIRED: jobs.SPINE, jobs.SLICE_LEVEL: jobs.HOSTNAME,
+                    jobs.SLICE_SIZE: "2"}  # fmt: skip
 
 
 def test_on_nvl72_a_tensor_or_expert_block_of_trays_stays_in_one_rack() -> None:
     dense = JOBS["dense"].on(NVL72.gpus_per_node)  # TP8 over two 4-GPU trays
     assert dense.pods == 32
-    step = bench.careful_user_annotations(dense, NVL72)[0]
-    assert (step[bench.SLICE_LEVEL], step[bench.SLICE_SIZE]) == (bench.RACK, "2")
-    moe = bench.careful_user_annotations(JOBS["moe"], NVL72)[0]  # TP2 x EP8 = 16 ranks
-    assert (moe[bench.SLICE_LEVEL], moe[bench.SLICE_SIZE]) == (bench.RACK, "4")
-    zero3 = bench.careful_user_annotations(JOBS["zero3"], NVL72)[0]  # TP4 inside a tray
-    assert zero3 == {bench.REQUIRED: bench.RAIL_GROUP}
+    step = jobs.careful_user_annotations(dense, NVL72)[0]
+    assert (step[jobs.SLICE_LEVEL], step[jobs.SLICE_SIZE]) == (jobs.RACK, "2")
+    moe = jobs.careful_user_annotations(JOBS["moe"], NVL72)[0]  # TP2 x EP8 = 16 ranks
+    assert (moe[jobs.SLICE_LEVEL], moe[jobs.SLICE_SIZE]) == (jobs.RACK, "4")
+    zero3 = jobs.careful_user_annotations(JOBS["zero3"], NVL72)[0]  # TP4 inside a tray
+    assert zero3 == {jobs.REQUIRED: jobs.RAIL_GROUP}
 
 
 def _row(job: str, kueue_ms: float, ours_ms: float) -> bench.Row:
@@ -124,7 +125,7 @@ def test_fabricfit_goes_through_kueue_when_the_operator_can() -> None:
     assert bench.fabricfit_mode("pinned") == "pinned"
     expected = "admission-check" if bench.admission_check_available() else "pinned"
     assert bench.fabricfit_mode("auto") == expected
-    spec = bench.topology_spec(JOBS["zero3"], "admission-check")
+    spec = jobs.topology_spec(JOBS["zero3"], "admission-check")
     assert spec["placement"]["mode"] == "admission-check" and spec["gpusPerPod"] == 4
 
 
